@@ -1,0 +1,71 @@
+// The database: embedded PGlite in DATA_DIR when DATABASE_URL is unset, PostgreSQL through pg otherwise.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import knexModule, { type Knex } from 'knex';
+import ClientPgLite from 'knex-pglite';
+import objection from 'objection';
+import { AuthSession } from './models/AuthSession.js';
+import { Membership } from './models/Membership.js';
+import { Organization } from './models/Organization.js';
+import { OtpChallenge } from './models/OtpChallenge.js';
+import { OutboxEmail } from './models/OutboxEmail.js';
+import { PasswordReset } from './models/PasswordReset.js';
+import { User } from './models/User.js';
+
+const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
+const { knexSnakeCaseMappers } = objection;
+
+export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
+
+const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail };
+export type Models = typeof MODELS;
+
+export interface DatabaseOptions {
+  databaseUrl: string | null;
+  dataDir: string;
+}
+
+export interface Database {
+  knex: Knex;
+  models: Models;
+  embedded: boolean;
+  migrate(): Promise<string[]>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function knexConfig(options: DatabaseOptions): Knex.Config {
+  const common: Knex.Config = {
+    ...knexSnakeCaseMappers(),
+    migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.ts', '.js'], tableName: 'knex_migrations' },
+  };
+  if (options.databaseUrl) {
+    return { ...common, client: 'pg', connection: options.databaseUrl, pool: { min: 0, max: 10 } };
+  }
+  const dir = path.join(options.dataDir, 'pgdata');
+  mkdirSync(dir, { recursive: true });
+  // PGlite serves one connection; knex-pglite fixes the pool at one, so transactions serialize.
+  return { ...common, client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { filename: dir } } as Knex.Config;
+}
+
+export function createDatabase(options: DatabaseOptions): Database {
+  const knex = knexFactory(knexConfig(options));
+  // bindKnex gives each database its own model classes, so two servers in one process never share a pool.
+  const models = Object.fromEntries(Object.entries(MODELS).map(([name, model]) => [name, model.bindKnex(knex)])) as unknown as Models;
+  return {
+    knex,
+    models,
+    embedded: !options.databaseUrl,
+    async migrate() {
+      const [, applied] = (await knex.migrate.latest()) as [number, string[]];
+      return applied;
+    },
+    async ping() {
+      await knex.raw('select 1');
+    },
+    async close() {
+      await knex.destroy();
+    },
+  };
+}

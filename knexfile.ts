@@ -1,0 +1,6 @@
+// For the knex CLI (npx knex migrate:make ...); the server applies migrations itself on start.
+import { loadConfig } from './server/config.js';
+import { knexConfig } from './db/index.js';
+
+const config = loadConfig();
+export default knexConfig({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });

@@ -1,0 +1,186 @@
+// Route definitions: each route declares its schemas once; they validate requests (ajv) and describe the API (OpenAPI).
+import type { Router, RouterMiddleware } from '@koa/router';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { Context, Middleware } from 'koa';
+import { koaBody } from 'koa-body';
+import type { OperatorActor } from '../server/auth/actor.js';
+import type { Membership, Role } from '../db/models/Membership.js';
+import { ROLE_RANK } from '../db/models/Membership.js';
+import { Forbidden, NotFound, Unauthorized, UnsupportedMediaType, ValidationFailed, type ErrorDetail } from '../server/errors.js';
+import type { RateLimitName } from '../server/ratelimit.js';
+import type { RouteServices } from './services.js';
+import type { RequestState } from './middleware/state.js';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+export type JsonSchema = Record<string, unknown>;
+
+/** Who may call a route. `org` routes check the role of the accepted membership, reloaded on every request. */
+export type RouteAuth =
+  | { kind: 'public'; optionalBearer?: boolean }
+  | { kind: 'bearer' }
+  | { kind: 'org'; role: Role; orgFrom: 'token' | 'path' }
+  | { kind: 'ai' };
+
+export interface Pagination {
+  limit: number;
+  offset: number;
+  total: number;
+}
+
+export interface RouteResult {
+  status?: number;
+  /** Sent as is instead of the success envelope (documents, images). */
+  raw?: { contentType: string; body: unknown };
+  message: string;
+  data?: unknown;
+  pagination?: Pagination;
+}
+
+export interface HandlerArgs<B, Q, P> {
+  body: B;
+  query: Q;
+  params: P;
+  /** The operator calling (null on public and ai routes, unless a public route accepts an optional bearer). */
+  actor: OperatorActor | null;
+  /** The accepted membership that satisfied an `org` route's role check. */
+  membership: Membership | null;
+  /** The organization an `org` route acts in. */
+  orgId: string | null;
+  ctx: Context;
+  meta: { ip: string; userAgent: string | null };
+}
+
+export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
+  method: Method;
+  /** Koa path under /api/v1, `:name` for parameters. */
+  path: string;
+  operationId: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  auth: RouteAuth;
+  rateLimit?: RateLimitName;
+  body?: JsonSchema;
+  query?: JsonSchema;
+  params?: JsonSchema;
+  response: { status: number; description: string; data?: JsonSchema; paginated?: boolean };
+  /** Error statuses beyond those implied by auth, schemas and rate limit. */
+  errors?: number[];
+  handler: (args: HandlerArgs<B, Q, P>) => Promise<RouteResult>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteDef<any, any, any>;
+
+export function defineRoute<B = Record<string, never>, Q = Record<string, never>, P = Record<string, never>>(def: RouteDef<B, Q, P>): AnyRoute {
+  return def;
+}
+
+/** A body route without a declared body accepts nothing but an empty object. */
+const EMPTY_BODY: JsonSchema = { type: 'object', additionalProperties: false, properties: {} };
+const BODY_METHODS: Method[] = ['post', 'put', 'patch', 'delete'];
+
+function toDetails(errors: ErrorObject[] | null | undefined, where: string): ErrorDetail[] {
+  return (errors ?? []).map((e) => {
+    const base = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '';
+    const extra = (e.params as Record<string, string>).missingProperty ?? (e.params as Record<string, string>).additionalProperty;
+    const field = [base, extra].filter(Boolean).join('.') || where;
+    const message = e.keyword === 'additionalProperties' ? 'is not an allowed field' : (e.message ?? 'is invalid');
+    return { field, message, in: where };
+  });
+}
+
+export class RouteRegistry {
+  readonly routes: AnyRoute[] = [];
+
+  add(...defs: AnyRoute[]): this {
+    this.routes.push(...defs);
+    return this;
+  }
+
+  /** Compiles every schema once and registers each route's middleware chain on the router. */
+  mount(router: Router, services: RouteServices): void {
+    const bodyAjv = addFormats(new Ajv({ allErrors: true, strict: true, useDefaults: true, coerceTypes: false }));
+    const queryAjv = addFormats(new Ajv({ allErrors: true, strict: true, useDefaults: true, coerceTypes: 'array' }));
+    const parseJson = koaBody({ json: true, jsonStrict: true, jsonLimit: '1mb', text: false, urlencoded: false, multipart: false, patchKoa: true, onError: (err) => { throw err; } });
+
+    for (const def of this.routes) {
+      const hasBody = BODY_METHODS.includes(def.method);
+      const validateBody: ValidateFunction | null = hasBody ? bodyAjv.compile(def.body ?? EMPTY_BODY) : null;
+      const validateQuery = queryAjv.compile(def.query ?? { type: 'object', properties: {} });
+      const validateParams = def.params ? queryAjv.compile(def.params) : null;
+      const chain: Middleware<RequestState>[] = [];
+
+      if (hasBody) {
+        chain.push(async (ctx, next) => {
+          // ctx.is() is null without a body; any body must be JSON.
+          if (ctx.is() !== null && ctx.is('application/json') === false) throw new UnsupportedMediaType();
+          await next();
+        });
+        chain.push(parseJson as unknown as Middleware<RequestState>);
+      }
+
+      chain.push(async (ctx) => {
+        const params: Record<string, unknown> = { ...ctx.params };
+        if (validateParams && !validateParams(params)) {
+          // A malformed id names nothing that exists; a malformed organization id is not one the caller belongs to.
+          if (validateParams.errors?.some((e) => e.instancePath === '/orgId')) {
+            throw new Forbidden('You are not a member of this organization');
+          }
+          throw new NotFound();
+        }
+        const meta = { ip: ctx.ip, userAgent: ctx.get('user-agent') || null };
+        const rawBody = hasBody ? (ctx.request as unknown as { body?: unknown }).body : undefined;
+
+        if (def.rateLimit) {
+          const email = rawBody && typeof rawBody === 'object' && typeof (rawBody as { email?: unknown }).email === 'string' ? (rawBody as { email: string }).email : null;
+          await services.rateLimits.consume(def.rateLimit, { ip: meta.ip, email });
+        }
+
+        let actor: OperatorActor | null = null;
+        let membership: Membership | null = null;
+        let orgId: string | null = null;
+        const auth = def.auth;
+        if (auth.kind === 'ai') {
+          services.checkAiSecret(ctx.get('x-ai-tool-secret'));
+        } else if (auth.kind !== 'public' || auth.optionalBearer) {
+          const token = services.bearerToken(ctx);
+          if (token) actor = await services.actors.fromAccessToken(token);
+          else if (auth.kind !== 'public') throw new Unauthorized();
+        }
+        if (auth.kind === 'org' && actor) {
+          if (auth.orgFrom === 'path') {
+            orgId = String(params.orgId);
+            membership = await services.memberships.requireRole(actor.userId, orgId, auth.role);
+          } else {
+            orgId = actor.orgId;
+            const m = actor.membership;
+            if (!orgId || !m || m.status !== 'accepted') throw new Forbidden('You are not an active member of this organization');
+            if (ROLE_RANK[m.role] < ROLE_RANK[auth.role]) throw new Forbidden(`This needs the ${auth.role} role`);
+            membership = { id: m.id, role: m.role, status: m.status, organizationId: orgId, userId: actor.userId } as Membership;
+          }
+        }
+
+        const query: Record<string, unknown> = { ...ctx.query };
+        if (services.config.allowQueryToken) delete query.token;
+        if (!validateQuery(query)) throw new ValidationFailed('The query is not valid', toDetails(validateQuery.errors, 'query'));
+        const body = hasBody ? (rawBody ?? {}) : undefined;
+        if (validateBody && !validateBody(body)) throw new ValidationFailed('The request body is not valid', toDetails(validateBody.errors, 'body'));
+
+        const result = await def.handler({ body, query, params, actor, membership, orgId, ctx, meta });
+        ctx.status = result.status ?? def.response.status;
+        if (result.raw) {
+          ctx.type = result.raw.contentType;
+          ctx.body = result.raw.body;
+          return;
+        }
+        ctx.body = { success: true, message: result.message, ...(result.data !== undefined ? { data: result.data } : {}), ...(result.pagination ? { pagination: result.pagination } : {}) };
+      });
+
+      router.register(def.path, [def.method.toUpperCase()], chain as unknown as RouterMiddleware[], { name: def.operationId });
+    }
+  }
+}

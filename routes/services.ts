@@ -1,0 +1,45 @@
+// What the HTTP adapters need from the core: authentication helpers, rate limits and the domain services.
+import type { Context } from 'koa';
+import type { ActorResolver } from '../server/auth/actor.js';
+import type { Config } from '../server/config.js';
+import { ServiceUnavailable, Unauthorized } from '../server/errors.js';
+import type { RateLimits } from '../server/ratelimit.js';
+import { safeEqual } from '../server/auth/secrets.js';
+import type { AuthService } from '../server/services/auth.js';
+import type { MembershipService } from '../server/services/memberships.js';
+import type { OrganizationService } from '../server/services/organizations.js';
+import type { Mailer } from '../server/mail/index.js';
+
+export interface RouteServices {
+  config: Config;
+  actors: ActorResolver;
+  rateLimits: RateLimits;
+  auth: AuthService;
+  organizations: OrganizationService;
+  memberships: MembershipService;
+  mailer: Mailer;
+  /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */
+  bearerToken(ctx: Context): string | null;
+  /** Constant-time check of x-ai-tool-secret; 503 when no secret is configured (fail closed). */
+  checkAiSecret(given: string): void;
+  /** Resolves when the database (and Redis, when configured) answer. */
+  ready(): Promise<void>;
+}
+
+export function bearerTokenReader(allowQueryToken: boolean) {
+  return (ctx: Context): string | null => {
+    const header = ctx.get('authorization');
+    const match = /^Bearer\s+(\S+)$/i.exec(header);
+    if (match) return match[1]!;
+    if (header) throw new Unauthorized('The Authorization header must be "Bearer <token>"');
+    if (allowQueryToken && typeof ctx.query.token === 'string' && ctx.query.token) return ctx.query.token;
+    return null;
+  };
+}
+
+export function aiSecretChecker(secret: string | null) {
+  return (given: string): void => {
+    if (!secret) throw new ServiceUnavailable('The internal AI service is not configured on this server');
+    if (!given || !safeEqual(given, secret)) throw new Unauthorized('A valid x-ai-tool-secret header is required');
+  };
+}

@@ -1,0 +1,43 @@
+// The Koa application: request id, access log, error mapping, security headers, CORS, then the API router.
+import cors from '@koa/cors';
+import Koa from 'koa';
+import helmet from 'koa-helmet';
+import { createApiRouter } from '../routes/index.js';
+import { accessLog } from '../routes/middleware/accessLog.js';
+import { errorMapper } from '../routes/middleware/errors.js';
+import { requestId } from '../routes/middleware/requestId.js';
+import type { RequestState } from '../routes/middleware/state.js';
+import type { RouteServices } from '../routes/services.js';
+import { NotFound } from './errors.js';
+import type { Logger } from './logger.js';
+
+export function createApp(services: RouteServices, logger: Logger) {
+  const { config } = services;
+  const app = new Koa<RequestState>({ proxy: config.trustProxy });
+  const { router, registry } = createApiRouter(services);
+  const allowed = new Set(config.corsOrigins);
+
+  app.use(requestId(logger));
+  app.use(accessLog());
+  app.use(errorMapper({ exposeInternal: config.env === 'development' }));
+  app.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, crossOriginResourcePolicy: { policy: 'same-site' } }));
+  app.use(
+    cors({
+      // Only listed origins get CORS headers; '*' allows any origin (without credentials).
+      origin: (ctx) => {
+        const origin = ctx.get('origin');
+        if (allowed.has('*')) return '*';
+        return allowed.has(origin) ? origin : '';
+      },
+      allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'x-ai-tool-secret'],
+      exposeHeaders: ['X-Request-Id', 'Retry-After'],
+      maxAge: 600,
+    }),
+  );
+  app.use(router.routes());
+  app.use(async () => {
+    throw new NotFound('Route');
+  });
+  return { app, registry };
+}

@@ -1,0 +1,37 @@
+// Domain events, published by services after their transaction commits; sockets/broadcast.ts turns them into emits.
+import { EventEmitter } from 'node:events';
+import type { Logger } from './logger.js';
+
+export interface DomainEvents {
+  /** Every session in `sessionIds` was revoked (logout, reuse detection, password change or reset). */
+  'session.revoked': { userId: string; sessionIds: string[] };
+  /** The user's access to an organization ended or changed (suspension, removal, role change). */
+  'membership.changed': { organizationId: string; userId: string | null; membershipId: string; status: string; role: string; removed: boolean };
+  'organization.deleted': { organizationId: string };
+}
+
+export type DomainEventName = keyof DomainEvents;
+
+export class DomainEventBus {
+  private readonly emitter = new EventEmitter();
+
+  constructor(private readonly logger: Logger) {
+    this.emitter.setMaxListeners(100);
+  }
+
+  /** Listeners run synchronously; one failing listener is logged and never breaks the publisher. */
+  publish<E extends DomainEventName>(name: E, payload: DomainEvents[E]): void {
+    for (const listener of this.emitter.listeners(name)) {
+      try {
+        (listener as (p: DomainEvents[E]) => void)(payload);
+      } catch (err) {
+        this.logger.error({ err, event: name }, 'domain event listener failed');
+      }
+    }
+  }
+
+  on<E extends DomainEventName>(name: E, listener: (payload: DomainEvents[E]) => void): () => void {
+    this.emitter.on(name, listener);
+    return () => this.emitter.off(name, listener);
+  }
+}

@@ -1,0 +1,132 @@
+// Mail goes through an outbox table first, so nothing acknowledged is lost; a dispatcher delivers it over SMTP.
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { Knex } from 'knex';
+import type { Models } from '../../db/index.js';
+import type { OutboxEmail } from '../../db/models/OutboxEmail.js';
+import type { Logger } from '../logger.js';
+
+export interface MailMessage {
+  kind: string;
+  to: string;
+  subject: string;
+  text: string;
+  html?: string;
+}
+
+const MAX_ATTEMPTS = 8;
+const SWEEP_MS = 5_000;
+const LEASE_SECONDS = 60;
+
+export class Mailer {
+  private readonly transport: Transporter | null;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly models: Models,
+    private readonly knex: Knex,
+    private readonly logger: Logger,
+    private readonly options: { smtpUrl: string | null; from: string },
+  ) {
+    this.transport = options.smtpUrl ? nodemailer.createTransport(options.smtpUrl) : null;
+  }
+
+  /** True when mail really leaves the server (an SMTP transport is configured). */
+  get delivers(): boolean {
+    return this.transport !== null;
+  }
+
+  start(): void {
+    if (!this.transport) return;
+    this.timer = setInterval(() => this.kick(), SWEEP_MS);
+    this.timer.unref();
+    this.kick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+    this.transport?.close();
+  }
+
+  /**
+   * Stores the mail; it is delivered once the surrounding transaction (if any) commits.
+   * Without a transport it is written to the log instead, where a local operator can read codes and links.
+   */
+  async queue(message: MailMessage, trx?: Knex.Transaction): Promise<OutboxEmail> {
+    const row = await this.models.OutboxEmail.query(trx).insertAndFetch({
+      kind: message.kind,
+      toAddress: message.to,
+      subject: message.subject,
+      textBody: message.text,
+      htmlBody: message.html ?? null,
+      status: this.transport ? 'pending' : 'logged',
+      attempts: 0,
+      nextAttemptAt: this.transport ? new Date() : null,
+    });
+    if (!this.transport) {
+      this.logger.info({ mail: { kind: message.kind, to: message.to, subject: message.subject, text: message.text } }, 'mail (no SMTP_URL set, not sent)');
+    } else if (trx) {
+      trx.executionPromise.then(() => this.kick(), () => undefined);
+    } else {
+      this.kick();
+    }
+    return row;
+  }
+
+  /** Starts a delivery pass now, or right after the one in progress. */
+  kick(): void {
+    if (!this.transport || this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.deliverDue()
+      .catch((err) => this.logger.error({ err }, 'mail delivery pass failed'))
+      .finally(() => {
+        this.running = null;
+        if (this.again && !this.stopped) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  private async deliverDue(): Promise<void> {
+    for (;;) {
+      // Lease a batch so several instances never send the same mail twice at the same time.
+      const result = await this.knex.raw(
+        `update outbox_emails set next_attempt_at = now() + interval '${LEASE_SECONDS} seconds', attempts = attempts + 1, updated_at = now()
+         where id in (select id from outbox_emails where status = 'pending' and next_attempt_at <= now()
+                      order by next_attempt_at limit 20 for update skip locked)
+         returning *`,
+      );
+      const rows = (result.rows ?? result) as OutboxEmail[];
+      if (rows.length === 0 || this.stopped) return;
+      await Promise.all(rows.map((row) => this.deliver(row)));
+    }
+  }
+
+  private async deliver(row: OutboxEmail): Promise<void> {
+    try {
+      await this.transport!.sendMail({ from: this.options.from, to: row.toAddress, subject: row.subject, text: row.textBody, html: row.htmlBody ?? undefined });
+      await this.models.OutboxEmail.query().patch({ status: 'sent', sentAt: new Date(), lastError: null }).where('id', row.id);
+      this.logger.info({ mailId: row.id, kind: row.kind }, 'mail sent');
+    } catch (err) {
+      const attempts = row.attempts;
+      const failed = attempts >= MAX_ATTEMPTS;
+      const backoffSeconds = Math.min(3600, 5 * 2 ** attempts);
+      await this.models.OutboxEmail.query()
+        .patch({
+          status: failed ? 'failed' : 'pending',
+          lastError: err instanceof Error ? err.message.slice(0, 500) : 'delivery failed',
+          nextAttemptAt: failed ? null : new Date(Date.now() + backoffSeconds * 1000),
+        })
+        .where('id', row.id);
+      this.logger.warn({ mailId: row.id, attempts, failed }, 'mail delivery failed');
+    }
+  }
+}

@@ -1,0 +1,252 @@
+// Members of an organization: invitations, roles, suspension and removal, with the guard rules in one place.
+import type { Knex } from 'knex';
+import type { Models } from '../../db/index.js';
+import { ROLE_RANK, type Membership, type MembershipStatus, type Role } from '../../db/models/Membership.js';
+import type { Organization } from '../../db/models/Organization.js';
+import type { User } from '../../db/models/User.js';
+import type { OperatorActor } from '../auth/actor.js';
+import type { PasswordHasher } from '../auth/passwords.js';
+import { generateLinkToken, hashSecret } from '../auth/secrets.js';
+import type { SessionMeta, SessionService, TokenPair } from '../auth/sessions.js';
+import type { DomainEventBus } from '../events.js';
+import { Conflict, Forbidden, Gone, NotFound, PlanLimitReached, Unauthorized, ValidationFailed } from '../errors.js';
+import type { Mailer } from '../mail/index.js';
+import { invitationMail } from '../mail/templates.js';
+import type { MembershipWithUser } from '../presenters/membership.js';
+import { normalizeEmail } from './auth.js';
+import type { OrganizationService } from './organizations.js';
+import { PLANS, withinLimit } from './plans.js';
+
+const INVITE_TTL_SECONDS = 7 * 86400;
+
+export interface MemberListQuery {
+  limit: number;
+  offset: number;
+  q?: string;
+  role?: Role;
+  status?: MembershipStatus;
+}
+
+export class MembershipService {
+  constructor(
+    private readonly deps: {
+      models: Models;
+      knex: Knex;
+      passwords: PasswordHasher;
+      sessions: SessionService;
+      organizations: OrganizationService;
+      mailer: Mailer;
+      events: DomainEventBus;
+      publicUrl: string;
+      tokenHashKey: string;
+    },
+  ) {}
+
+  private get models() {
+    return this.deps.models;
+  }
+
+  /** The caller's accepted membership in `orgId` with at least `minRole`; 403 otherwise (non-members included). */
+  async requireRole(userId: string, orgId: string, minRole: Role): Promise<Membership> {
+    const membership = await this.models.Membership.forOrg(orgId).findOne({ userId });
+    if (!membership || membership.status !== 'accepted') throw new Forbidden('You are not a member of this organization');
+    if (ROLE_RANK[membership.role] < ROLE_RANK[minRole]) throw new Forbidden(`This needs the ${minRole} role`);
+    return membership;
+  }
+
+  async list(orgId: string, query: MemberListQuery): Promise<{ members: MembershipWithUser[]; total: number }> {
+    const base = this.models.Membership.forOrg(orgId).leftJoin('users as u', 'u.id', 'memberships.user_id');
+    if (query.role) base.where('memberships.role', query.role);
+    if (query.status) base.where('memberships.status', query.status);
+    if (query.q) {
+      const like = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      base.where((w) => w.whereILike('u.name', like).orWhereILike('u.email', like).orWhereILike('memberships.email', like).orWhereILike('memberships.name', like));
+    }
+    const [countRow, members] = await Promise.all([
+      base.clone().clearSelect().count('* as count').first() as unknown as Promise<{ count: string | number }>,
+      base
+        .clone()
+        .select('memberships.*', 'u.name as userName', 'u.email as userEmail')
+        .orderBy('memberships.created_at', 'asc')
+        .orderBy('memberships.id', 'asc')
+        .limit(query.limit)
+        .offset(query.offset),
+    ]);
+    return { members: members as MembershipWithUser[], total: Number(countRow.count) };
+  }
+
+  private async getMember(orgId: string, memberId: string, trx?: Knex.Transaction): Promise<Membership> {
+    const member = await this.models.Membership.forOrg(orgId, trx).findById(memberId);
+    if (!member) throw new NotFound('Member');
+    return member;
+  }
+
+  private inviteLink(token: string): string {
+    return `${this.deps.publicUrl}/accept-invite?token=${encodeURIComponent(token)}`;
+  }
+
+  /** Invites by email. The plan's `humanAgents` caps accepted + pending members; admins cannot grant owner. */
+  async invite(actor: OperatorActor, by: Membership, orgId: string, input: { email: string; role: Role; name?: string }): Promise<{ membership: Membership; inviteLink: string | null }> {
+    if (input.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can invite another owner');
+    const email = normalizeEmail(input.email);
+    const token = generateLinkToken();
+    const { membership, organization } = await this.deps.knex.transaction(async (trx) => {
+      // Locking the organization row serializes invitations, so two at once cannot both take the last seat.
+      const organization = await this.models.Organization.query(trx).findById(orgId).forUpdate();
+      if (!organization) throw new NotFound('Organization');
+      const existing = await this.models.Membership.forOrg(orgId, trx).findOne({ email });
+      if (existing) throw new Conflict('This email is already a member or invited');
+      const seats = await this.deps.organizations.countSeats(orgId, trx);
+      if (!withinLimit(PLANS[organization.plan].limits.humanAgents, seats)) {
+        throw new PlanLimitReached(`The ${organization.plan} plan allows ${PLANS[organization.plan].limits.humanAgents} members; upgrade to invite more`);
+      }
+      const now = new Date();
+      const membership = await this.models.Membership.query(trx).insertAndFetch({
+        organizationId: orgId,
+        email,
+        name: input.name?.trim() || null,
+        role: input.role,
+        status: 'pending',
+        invitedBy: actor.userId,
+        inviteTokenHash: hashSecret(this.deps.tokenHashKey, token),
+        inviteExpiresAt: new Date(now.getTime() + INVITE_TTL_SECONDS * 1000),
+        invitedAt: now,
+      });
+      return { membership, organization };
+    });
+    await this.deps.mailer.queue(invitationMail(email, organization.name, actor.name, this.inviteLink(token)));
+    return { membership, inviteLink: this.deps.mailer.delivers ? null : this.inviteLink(token) };
+  }
+
+  /** A new link (the old one stops working) and a fresh 7 days. */
+  async resendInvite(actor: OperatorActor, orgId: string, memberId: string): Promise<{ membership: Membership; inviteLink: string | null }> {
+    const member = await this.getMember(orgId, memberId);
+    if (member.status !== 'pending') throw new Conflict('This invitation was already accepted');
+    const token = generateLinkToken();
+    const membership = await this.models.Membership.query().patchAndFetchById(member.id, {
+      inviteTokenHash: hashSecret(this.deps.tokenHashKey, token),
+      inviteExpiresAt: new Date(Date.now() + INVITE_TTL_SECONDS * 1000),
+      invitedAt: new Date(),
+    });
+    const organization = await this.deps.organizations.get(orgId);
+    await this.deps.mailer.queue(invitationMail(member.email, organization.name, actor.name, this.inviteLink(token)));
+    return { membership, inviteLink: this.deps.mailer.delivers ? null : this.inviteLink(token) };
+  }
+
+  /**
+   * Guard rules: nobody acts on their own membership; admins cannot touch owners or grant owner;
+   * the last accepted owner cannot be demoted, suspended or removed.
+   */
+  private async guard(by: Membership, target: Membership, change: { role?: Role; leavesOwnerRole: boolean }, trx: Knex.Transaction): Promise<void> {
+    if (target.id === by.id || (target.userId && target.userId === by.userId)) throw new Forbidden('You cannot change your own membership');
+    if (target.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can change an owner');
+    if (change.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can grant the owner role');
+    if (change.leavesOwnerRole && target.role === 'owner' && target.status === 'accepted') {
+      const owners = await this.models.Membership.forOrg(target.organizationId, trx).where({ role: 'owner', status: 'accepted' }).whereNot('id', target.id).resultSize();
+      if (owners === 0) throw new Conflict('An organization needs at least one owner');
+    }
+  }
+
+  async changeRole(by: Membership, orgId: string, memberId: string, role: Role): Promise<Membership> {
+    const updated = await this.deps.knex.transaction(async (trx) => {
+      const target = await this.getMember(orgId, memberId, trx);
+      await this.guard(by, target, { role, leavesOwnerRole: role !== 'owner' }, trx);
+      return this.models.Membership.query(trx).patchAndFetchById(target.id, { role });
+    });
+    this.publishChange(updated, false);
+    return updated;
+  }
+
+  /** `active` restores access, `suspended` cuts it at once while keeping the record. */
+  async changeStatus(by: Membership, orgId: string, memberId: string, status: 'active' | 'suspended'): Promise<Membership> {
+    const updated = await this.deps.knex.transaction(async (trx) => {
+      const target = await this.getMember(orgId, memberId, trx);
+      if (target.status === 'pending') throw new Conflict('A pending invitation is activated by accepting it');
+      await this.guard(by, target, { leavesOwnerRole: status === 'suspended' }, trx);
+      return this.models.Membership.query(trx).patchAndFetchById(target.id, { status: status === 'active' ? 'accepted' : 'suspended' });
+    });
+    this.publishChange(updated, false);
+    return updated;
+  }
+
+  async remove(by: Membership, orgId: string, memberId: string): Promise<void> {
+    const removed = await this.deps.knex.transaction(async (trx) => {
+      const target = await this.getMember(orgId, memberId, trx);
+      await this.guard(by, target, { leavesOwnerRole: true }, trx);
+      await this.models.Membership.query(trx).deleteById(target.id);
+      return target;
+    });
+    this.publishChange(removed, true);
+  }
+
+  private publishChange(m: Membership, removed: boolean): void {
+    this.deps.events.publish('membership.changed', { organizationId: m.organizationId, userId: m.userId, membershipId: m.id, status: m.status, role: m.role, removed });
+  }
+
+  private async findInvite(token: string, trx?: Knex.Transaction): Promise<{ membership: Membership; organization: Organization }> {
+    const membership = await this.models.Membership.query(trx).findOne({ inviteTokenHash: hashSecret(this.deps.tokenHashKey, token) });
+    if (!membership) throw new NotFound('Invitation');
+    if (membership.status !== 'pending') throw new Gone('This invitation was already used');
+    if (!membership.inviteExpiresAt || membership.inviteExpiresAt.getTime() <= Date.now()) throw new Gone('This invitation has expired');
+    const organization = await this.models.Organization.query(trx).findById(membership.organizationId);
+    if (!organization) throw new NotFound('Invitation');
+    return { membership, organization };
+  }
+
+  async verifyInvite(token: string): Promise<{ email: string; organization: { id: string; name: string }; role: Role; requiresPassword: boolean; existingUser: boolean }> {
+    const { membership, organization } = await this.findInvite(token);
+    const existing = await this.models.User.query().findOne({ email: membership.email });
+    return {
+      email: membership.email,
+      organization: { id: organization.id, name: organization.name },
+      role: membership.role,
+      // A new person chooses a password; someone with an account proves it with theirs (or their session).
+      requiresPassword: !existing,
+      existingUser: !!existing,
+    };
+  }
+
+  async acceptInvite(
+    input: { token: string; name?: string; password?: string },
+    bearer: OperatorActor | null,
+    meta: SessionMeta,
+  ): Promise<TokenPair & { user: User; organization: Organization; role: Role }> {
+    const preview = await this.findInvite(input.token);
+    const existing = await this.models.User.query().findOne({ email: preview.membership.email });
+    let passwordHash: string | null = null;
+    if (existing) {
+      const bySession = bearer !== null && bearer.userId === existing.id;
+      if (bearer && !bySession) throw new Forbidden('This invitation is for another account');
+      if (!bySession) {
+        if (!input.password) throw new ValidationFailed('Your password is required to accept', [{ field: 'password', message: 'is required' }]);
+        if (!(await this.deps.passwords.verify(input.password, existing.passwordHash))) throw new Unauthorized('Invalid email or password');
+      }
+    } else {
+      const missing = [!input.name?.trim() && 'name', !input.password && 'password'].filter(Boolean) as string[];
+      if (missing.length) throw new ValidationFailed('A name and a password are needed to create your account', missing.map((field) => ({ field, message: 'is required' })));
+      passwordHash = await this.deps.passwords.hash(input.password!);
+    }
+    const result = await this.deps.knex.transaction(async (trx) => {
+      const { membership, organization } = await this.findInvite(input.token, trx);
+      const user =
+        existing ??
+        (await this.models.User.query(trx).insertAndFetch({ email: membership.email, name: input.name!.trim(), passwordHash: passwordHash!, emailVerifiedAt: new Date() }));
+      // Conditional on still pending: one invitation link is accepted once, however many requests race.
+      const accepted = await this.models.Membership.query(trx)
+        .patch({ status: 'accepted', userId: user.id, activatedAt: new Date() })
+        .where({ id: membership.id, status: 'pending' });
+      if (accepted === 0) throw new Gone('This invitation was already used');
+      await this.models.User.query(trx).patch({ lastOrganizationId: organization.id }).where('id', user.id);
+      const tokens = await this.deps.sessions.create(user, organization.id, meta, trx);
+      return { ...tokens, user, organization, role: membership.role };
+    });
+    return result;
+  }
+
+  /** For presenting a freshly written membership with the user's own name and email. */
+  async withUser(m: Membership): Promise<MembershipWithUser> {
+    if (!m.userId) return m;
+    const user = await this.models.User.query().findById(m.userId);
+    return Object.assign(m, { userName: user?.name ?? null, userEmail: user?.email ?? null });
+  }
+}

@@ -1,0 +1,148 @@
+// Organizations: creation with their first owner, settings, deletion, switching and plan entitlements.
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Models } from '../../db/index.js';
+import type { Organization } from '../../db/models/Organization.js';
+import type { Role } from '../../db/models/Membership.js';
+import type { User } from '../../db/models/User.js';
+import type { OperatorActor } from '../auth/actor.js';
+import type { SessionMeta, SessionService, TokenPair } from '../auth/sessions.js';
+import type { DomainEventBus } from '../events.js';
+import { Forbidden, NotFound } from '../errors.js';
+import { PLANS, type PlanDefinition } from './plans.js';
+
+export interface OrganizationSettings {
+  autoAssignment?: boolean;
+  notifyAgentsOnNewConversation?: boolean;
+  timezone?: string;
+  locale?: string;
+}
+
+function slugify(name: string): string {
+  const base = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 60);
+  return base || 'org';
+}
+
+export class OrganizationService {
+  constructor(
+    private readonly deps: { models: Models; knex: Knex; sessions: SessionService; events: DomainEventBus },
+  ) {}
+
+  private get models() {
+    return this.deps.models;
+  }
+
+  /** Organizations the user has an accepted membership in, oldest membership first. */
+  async listForUser(userId: string): Promise<{ organization: Organization; role: Role }[]> {
+    const rows = await this.models.Organization.query()
+      .select('organizations.*', 'm.role as memberRole')
+      .join('memberships as m', 'm.organization_id', 'organizations.id')
+      .where('m.user_id', userId)
+      .andWhere('m.status', 'accepted')
+      .orderBy('m.activated_at', 'asc')
+      .orderBy('organizations.created_at', 'asc');
+    return rows.map((row) => {
+      const role = (row as unknown as { memberRole: Role }).memberRole;
+      delete (row as unknown as { memberRole?: Role }).memberRole;
+      return { organization: row, role };
+    });
+  }
+
+  /** A unique slug: the name's own when free, else with a short random suffix. */
+  private async uniqueSlug(name: string, trx: Knex.Transaction): Promise<string> {
+    const base = slugify(name);
+    const taken = await this.models.Organization.query(trx).findOne({ slug: base });
+    if (!taken) return base;
+    return `${base.slice(0, 52)}-${randomBytes(4).toString('hex')}`;
+  }
+
+  async createWithOwner(owner: User, input: { name: string; domain: string | null }, trx: Knex.Transaction): Promise<Organization> {
+    const organization = await this.models.Organization.query(trx).insertAndFetch({
+      name: input.name.trim(),
+      slug: await this.uniqueSlug(input.name, trx),
+      domain: input.domain,
+      plan: 'free',
+      settings: {},
+    });
+    const now = new Date();
+    await this.models.Membership.query(trx).insert({
+      organizationId: organization.id,
+      userId: owner.id,
+      email: owner.email,
+      role: 'owner',
+      status: 'accepted',
+      invitedAt: now,
+      activatedAt: now,
+    });
+    return organization;
+  }
+
+  async create(actor: OperatorActor, input: { name: string; domain?: string | null }): Promise<Organization> {
+    const owner = await this.models.User.query().findById(actor.userId);
+    if (!owner) throw new NotFound('User');
+    return this.deps.knex.transaction((trx) => this.createWithOwner(owner, { name: input.name, domain: input.domain ?? null }, trx));
+  }
+
+  async get(orgId: string): Promise<Organization> {
+    const organization = await this.models.Organization.query().findById(orgId);
+    if (!organization) throw new NotFound('Organization');
+    return organization;
+  }
+
+  async update(orgId: string, input: { name?: string; domain?: string | null; logoUrl?: string | null; settings?: OrganizationSettings }): Promise<Organization> {
+    return this.deps.knex.transaction(async (trx) => {
+      const organization = await this.models.Organization.query(trx).findById(orgId).forUpdate();
+      if (!organization) throw new NotFound('Organization');
+      const patch: Partial<Organization> = {};
+      if (input.name !== undefined) patch.name = input.name.trim();
+      if (input.domain !== undefined) patch.domain = input.domain;
+      if (input.logoUrl !== undefined) patch.logoUrl = input.logoUrl;
+      // Settings merge key by key, so a client changing one setting cannot wipe the others.
+      if (input.settings !== undefined) patch.settings = { ...organization.settings, ...input.settings };
+      return this.models.Organization.query(trx).patchAndFetchById(orgId, patch);
+    });
+  }
+
+  async remove(orgId: string): Promise<void> {
+    const deleted = await this.models.Organization.query().deleteById(orgId);
+    if (deleted === 0) throw new NotFound('Organization');
+    this.deps.events.publish('organization.deleted', { organizationId: orgId });
+  }
+
+  /** Fresh tokens whose `orgId` is the selection, only for an accepted membership there. */
+  async switchTo(actor: OperatorActor, orgId: string, meta: SessionMeta): Promise<TokenPair & { organization: Organization; role: Role }> {
+    const membership = await this.models.Membership.forOrg(orgId).findOne({ userId: actor.userId, status: 'accepted' });
+    if (!membership) throw new Forbidden('You are not a member of this organization');
+    const organization = await this.get(orgId);
+    const tokens = await this.deps.sessions.create({ id: actor.userId, email: actor.email }, orgId, meta);
+    await this.models.User.query().patch({ lastOrganizationId: orgId }).where('id', actor.userId);
+    return { ...tokens, organization, role: membership.role };
+  }
+
+  async entitlements(orgId: string): Promise<{ plan: string } & PlanDefinition> {
+    const organization = await this.get(orgId);
+    const plan = PLANS[organization.plan];
+    return { plan: organization.plan, limits: plan.limits, features: plan.features };
+  }
+
+  /** Usage in the current calendar month (UTC) against the plan's limits. */
+  async usage(orgId: string): Promise<{ periodStart: string; periodEnd: string; usage: Record<string, number> }> {
+    const now = new Date();
+    const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    const periodEnd = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+    const humanAgents = await this.countSeats(orgId);
+    return { periodStart: periodStart.toISOString(), periodEnd: periodEnd.toISOString(), usage: { humanAgents } };
+  }
+
+  /** Seats taken: accepted and pending memberships (a pending invitation holds its seat). */
+  async countSeats(orgId: string, trx?: Knex.Transaction): Promise<number> {
+    const row = (await this.models.Membership.forOrg(orgId, trx).whereIn('status', ['accepted', 'pending']).count('* as count').first()) as unknown as { count: string | number };
+    return Number(row.count);
+  }
+}
