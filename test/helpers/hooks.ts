@@ -1,0 +1,20 @@
+// Root hooks: one shared server for the whole run (tests build their own tenants, so they never collide).
+import { startTestServer, type TestServer } from './server.js';
+
+let shared: TestServer | null = null;
+
+export function sharedServer(): TestServer {
+  if (!shared) throw new Error('the shared test server is not running');
+  return shared;
+}
+
+export const mochaHooks = {
+  async beforeAll(this: Mocha.Context) {
+    this.timeout(60_000);
+    shared = await startTestServer();
+  },
+  async afterAll() {
+    await shared?.stop();
+    shared = null;
+  },
+};
