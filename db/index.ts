@@ -6,6 +6,13 @@ import knexModule, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import objection from 'objection';
 import { AuthSession } from './models/AuthSession.js';
+import { Contact } from './models/Contact.js';
+import { Conversation } from './models/Conversation.js';
+import { Message } from './models/Message.js';
+import { Notification } from './models/Notification.js';
+import { QrScan } from './models/QrScan.js';
+import { VisitorSession } from './models/VisitorSession.js';
+import { Widget } from './models/Widget.js';
 import { Membership } from './models/Membership.js';
 import { Organization } from './models/Organization.js';
 import { OtpChallenge } from './models/OtpChallenge.js';
@@ -18,7 +25,7 @@ const { knexSnakeCaseMappers } = objection;
 
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
-const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail };
+const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification };
 export type Models = typeof MODELS;
 
 export interface DatabaseOptions {

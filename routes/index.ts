@@ -1,18 +1,31 @@
 // Mounts every REST route under /api/v1 and serves the OpenAPI document generated from the same definitions.
 import { Router } from '@koa/router';
+import { agentRoutes } from './agent.js';
 import { authRoutes } from './auth.js';
+import { conversationRoutes } from './conversations.js';
 import { healthRoutes } from './health.js';
 import { membershipRoutes } from './memberships.js';
 import { buildOpenApi } from './openapi.js';
+import { notificationRoutes } from './notifications.js';
 import { organizationRoutes } from './organizations.js';
 import { RouteRegistry } from './registry.js';
 import type { RouteServices } from './services.js';
+import { widgetRoutes } from './widget.js';
 
 export function createApiRouter(services: RouteServices): { router: Router; registry: RouteRegistry } {
   const registry = new RouteRegistry();
   let document: unknown = null;
   const openapi = () => (document ??= buildOpenApi(registry.routes, { serverUrl: services.config.publicUrl }));
-  registry.add(...healthRoutes(services, openapi), ...authRoutes(services), ...organizationRoutes(services), ...membershipRoutes(services));
+  registry.add(
+    ...healthRoutes(services, openapi),
+    ...authRoutes(services),
+    ...organizationRoutes(services),
+    ...membershipRoutes(services),
+    ...agentRoutes(services),
+    ...conversationRoutes(services),
+    ...widgetRoutes(services),
+    ...notificationRoutes(services),
+  );
   const router = new Router({ prefix: '/api/v1' });
   registry.mount(router, services);
   return { router, registry };

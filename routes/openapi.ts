@@ -20,6 +20,8 @@ function securityFor(auth: RouteAuth): Record<string, string[]>[] | undefined {
       return auth.optionalBearer ? [{}, { bearerAuth: [] }] : [];
     case 'ai':
       return [{ aiToolSecret: [] }];
+    case 'widget':
+      return [{ widgetSession: [] }];
     default:
       return [{ bearerAuth: [] }];
   }

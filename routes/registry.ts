@@ -5,6 +5,7 @@ import addFormatsModule from 'ajv-formats';
 import type { Context, Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import type { OperatorActor } from '../server/auth/actor.js';
+import type { VisitorActor } from '../server/services/widget.js';
 import type { Membership, Role } from '../db/models/Membership.js';
 import { ROLE_RANK } from '../db/models/Membership.js';
 import { Forbidden, NotFound, Unauthorized, UnsupportedMediaType, ValidationFailed, type ErrorDetail } from '../server/errors.js';
@@ -22,6 +23,7 @@ export type RouteAuth =
   | { kind: 'public'; optionalBearer?: boolean }
   | { kind: 'bearer' }
   | { kind: 'org'; role: Role; orgFrom: 'token' | 'path' }
+  | { kind: 'widget' }
   | { kind: 'ai' };
 
 export interface Pagination {
@@ -45,6 +47,8 @@ export interface HandlerArgs<B, Q, P> {
   params: P;
   /** The operator calling (null on public and ai routes, unless a public route accepts an optional bearer). */
   actor: OperatorActor | null;
+  /** The widget visitor calling a `widget` route. */
+  visitor: VisitorActor | null;
   /** The accepted membership that satisfied an `org` route's role check. */
   membership: Membership | null;
   /** The organization an `org` route acts in. */
@@ -116,8 +120,9 @@ export class RouteRegistry {
 
       if (hasBody) {
         chain.push(async (ctx, next) => {
-          // ctx.is() is null without a body; any body must be JSON.
-          if (ctx.is() !== null && ctx.is('application/json') === false) throw new UnsupportedMediaType();
+          // ctx.is() is null without a body; any body must be JSON. An empty body (Content-Length: 0, as fetch
+          // sends on a body-less POST such as switch) is no body either.
+          if (ctx.request.length !== 0 && ctx.is() !== null && ctx.is('application/json') === false) throw new UnsupportedMediaType();
           await next();
         });
         chain.push(parseJson as unknown as Middleware<RequestState>);
@@ -144,8 +149,13 @@ export class RouteRegistry {
         let membership: Membership | null = null;
         let orgId: string | null = null;
         const auth = def.auth;
+        let visitor: VisitorActor | null = null;
         if (auth.kind === 'ai') {
           services.checkAiSecret(ctx.get('x-ai-tool-secret'));
+        } else if (auth.kind === 'widget') {
+          const token = services.bearerToken(ctx);
+          if (!token) throw new Unauthorized();
+          visitor = await services.widget.visitorFromToken(token);
         } else if (auth.kind !== 'public' || auth.optionalBearer) {
           const token = services.bearerToken(ctx);
           if (token) actor = await services.actors.fromAccessToken(token);
@@ -170,7 +180,7 @@ export class RouteRegistry {
         const body = hasBody ? (rawBody ?? {}) : undefined;
         if (validateBody && !validateBody(body)) throw new ValidationFailed('The request body is not valid', toDetails(validateBody.errors, 'body'));
 
-        const result = await def.handler({ body, query, params, actor, membership, orgId, ctx, meta });
+        const result = await def.handler({ body, query, params, actor, visitor, membership, orgId: orgId ?? visitor?.orgId ?? null, ctx, meta });
         ctx.status = result.status ?? def.response.status;
         if (result.raw) {
           ctx.type = result.raw.contentType;

@@ -9,6 +9,12 @@ import type { AuthService } from '../server/services/auth.js';
 import type { MembershipService } from '../server/services/memberships.js';
 import type { OrganizationService } from '../server/services/organizations.js';
 import type { Mailer } from '../server/mail/index.js';
+import type { AgentService } from '../server/services/agents.js';
+import type { ConversationService } from '../server/services/conversations.js';
+import type { MessageService } from '../server/services/messages.js';
+import type { NotificationService } from '../server/services/notifications.js';
+import type { RoutingService } from '../server/services/routing.js';
+import type { WidgetService } from '../server/services/widget.js';
 
 export interface RouteServices {
   config: Config;
@@ -18,6 +24,12 @@ export interface RouteServices {
   organizations: OrganizationService;
   memberships: MembershipService;
   mailer: Mailer;
+  conversations: ConversationService;
+  messages: MessageService;
+  routing: RoutingService;
+  widget: WidgetService;
+  notifications: NotificationService;
+  agents: AgentService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */
   bearerToken(ctx: Context): string | null;
   /** Constant-time check of x-ai-tool-secret; 503 when no secret is configured (fail closed). */

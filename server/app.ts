@@ -39,5 +39,5 @@ export function createApp(services: RouteServices, logger: Logger) {
   app.use(async () => {
     throw new NotFound('Route');
   });
-  return { app, registry };
+  return { app, router, registry };
 }

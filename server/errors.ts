@@ -114,7 +114,7 @@ export class InternalError extends AppError {
 }
 
 /** Body-parser errors carry a stable `type` (raw-body / co-body); JSON syntax errors are SyntaxError. */
-function fromBodyParser(err: { type?: unknown; status?: unknown }): AppError | null {
+function fromBodyParser(err: { type?: unknown; status?: unknown; code?: unknown }): AppError | null {
   switch (err.type) {
     case 'entity.too.large':
       return new PayloadTooLarge();
@@ -125,8 +125,13 @@ function fromBodyParser(err: { type?: unknown; status?: unknown }): AppError | n
     case 'request.aborted':
       return new ValidationFailed('The request body was incomplete');
     default:
-      return null;
+      break;
   }
+  // A Content-Encoding the parser does not know (inflation sets only status 415), or a body that does not
+  // decompress (zlib and brotli errors carry stable Z_* / ERR__ERROR_* codes): the client's fault, not ours.
+  if (err.status === 415) return new UnsupportedMediaType('Unsupported Content-Encoding');
+  if (typeof err.code === 'string' && /^(Z_|ERR_ZLIB|ERR_BROTLI|ERR__ERROR_)/.test(err.code)) return new InvalidJson('The request body could not be decompressed');
+  return null;
 }
 
 /**
@@ -147,7 +152,7 @@ export function toAppError(thrown: unknown): AppError {
   if (err instanceof NotFoundError) return new NotFound();
   if (err instanceof DBError) return new InternalError();
   if (err && typeof err === 'object') {
-    const parsed = fromBodyParser(err as { type?: unknown });
+    const parsed = fromBodyParser(err as { type?: unknown; status?: unknown; code?: unknown });
     if (parsed) return parsed;
   }
   return new InternalError();

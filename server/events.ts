@@ -1,5 +1,8 @@
 // Domain events, published by services after their transaction commits; sockets/broadcast.ts turns them into emits.
 import { EventEmitter } from 'node:events';
+import type { Conversation } from '../db/models/Conversation.js';
+import type { Message } from '../db/models/Message.js';
+import type { Notification } from '../db/models/Notification.js';
 import type { Logger } from './logger.js';
 
 export interface DomainEvents {
@@ -8,6 +11,15 @@ export interface DomainEvents {
   /** The user's access to an organization ended or changed (suspension, removal, role change). */
   'membership.changed': { organizationId: string; userId: string | null; membershipId: string; status: string; role: string; removed: boolean };
   'organization.deleted': { organizationId: string };
+  /** A visitor started a conversation (its first message is announced by message.created). */
+  'conversation.created': { conversation: Conversation };
+  /** Status, assignee, priority or contact changed. */
+  'conversation.updated': { conversation: Conversation };
+  'conversation.assigned': { conversation: Conversation };
+  'message.created': { conversation: Conversation; message: Message };
+  'notification.created': { notification: Notification };
+  /** An agent's effective status changed (first socket, last socket, or an explicit choice). */
+  'presence.changed': { organizationId: string; userId: string; status: string };
 }
 
 export type DomainEventName = keyof DomainEvents;

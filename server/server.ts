@@ -1,8 +1,10 @@
 // Composition root: builds the database, Redis, mail, services and the HTTP server from one configuration.
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Router } from '@koa/router';
 import type { Redis } from 'ioredis';
 import { createDatabase, type Database } from '../db/index.js';
+import type { RouteRegistry } from '../routes/registry.js';
 import { aiSecretChecker, bearerTokenReader, type RouteServices } from '../routes/services.js';
 import { createApp } from './app.js';
 import { ActorResolver } from './auth/actor.js';
@@ -20,6 +22,14 @@ import { createRedis } from './redis.js';
 import { AuthService } from './services/auth.js';
 import { MembershipService } from './services/memberships.js';
 import { OrganizationService } from './services/organizations.js';
+import { AgentService } from './services/agents.js';
+import { ConversationService } from './services/conversations.js';
+import { MessageService } from './services/messages.js';
+import { NotificationService } from './services/notifications.js';
+import { RoutingService } from './services/routing.js';
+import { WidgetService } from './services/widget.js';
+import { MemoryPresence, RedisPresence, type Presence } from './presence.js';
+import { createRealtime, type Realtime } from '../sockets/index.js';
 
 export interface AppServer {
   config: Config;
@@ -28,6 +38,9 @@ export interface AppServer {
   redis: Redis | null;
   events: DomainEventBus;
   services: RouteServices;
+  /** The mounted /api/v1 router and the route definitions behind it (and behind the OpenAPI document). */
+  router: Router;
+  registry: RouteRegistry;
   http: HttpServer;
   /** Applies migrations (unless turned off) and starts listening; resolves with the bound port. */
   start(): Promise<number>;
@@ -51,14 +64,31 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const auth = new AuthService({ models: db.models, knex: db.knex, passwords, otp, sessions, tokens, mailer, organizations, publicUrl: config.publicUrl, tokenHashKey });
   const memberships = new MembershipService({ models: db.models, knex: db.knex, passwords, sessions, organizations, mailer, events, publicUrl: config.publicUrl, tokenHashKey });
 
+  const presence: Presence = redis ? new RedisPresence(redis) : new MemoryPresence();
+  const notifications = new NotificationService({ models: db.models, events });
+  const messages = new MessageService({ models: db.models, knex: db.knex, events });
+  const conversations = new ConversationService({ models: db.models, knex: db.knex, events });
+  const routing = new RoutingService({ models: db.models, knex: db.knex, events, presence, notifications });
+  const agents = new AgentService({ models: db.models, knex: db.knex, events, presence });
+  const widget = new WidgetService({ models: db.models, knex: db.knex, tokens, messages, routing, notifications, publicUrl: config.publicUrl });
+  messages.onConversationStarted = (conversation) =>
+    widget.afterConversationStarted(conversation).catch((err) => logger.error({ err, conversationId: conversation.id }, 'routing a new conversation failed'));
+  const actors = new ActorResolver(db.knex, tokens);
+
   const services: RouteServices = {
     config,
-    actors: new ActorResolver(db.knex, tokens),
+    actors,
     rateLimits: new RateLimits(redis),
     auth,
     organizations,
     memberships,
     mailer,
+    conversations,
+    messages,
+    routing,
+    widget,
+    notifications,
+    agents,
     bearerToken: bearerTokenReader(config.allowQueryToken),
     checkAiSecret: aiSecretChecker(config.aiToolSecret),
     ready: async () => {
@@ -67,10 +97,11 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     },
   };
 
-  const { app } = createApp(services, logger);
+  const { app, router, registry } = createApp(services, logger);
   const http = createHttpServer(app.callback());
   // Idle keep-alive sockets must not hold a graceful stop open.
   http.keepAliveTimeout = 5_000;
+  const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, actors, presence, widget, messages, conversations, agents });
 
   return {
     config,
@@ -79,6 +110,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     redis,
     events,
     services,
+    router,
+    registry,
     http,
     async start() {
       if (config.migrateOnStart) {
@@ -95,10 +128,11 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
       return port;
     },
     async stop() {
-      await new Promise<void>((resolve) => {
-        http.close(() => resolve());
-        http.closeIdleConnections();
-      });
+      // Socket.IO closes the HTTP server too: no new connections, sockets told to go, running requests finish.
+      const closing = realtime.close();
+      http.closeIdleConnections();
+      await closing;
+      await presence.close();
       await mailer.stop();
       if (redis) await redis.quit().catch(() => undefined);
       await db.close();

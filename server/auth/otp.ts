@@ -54,15 +54,27 @@ export class OtpService {
       throw new InvalidOtp();
     }
     if (!safeEqual(challenge.codeHash, this.hash(email, type, code))) {
-      await this.models.OtpChallenge.query(trx).increment('attempts', 1).where('id', challenge.id);
+      await this.models.OtpChallenge.query(trx).increment('attempts', 1).where({ id: challenge.id, codeHash: challenge.codeHash });
       throw new InvalidOtp(challenge.attempts + 1 >= OTP_MAX_ATTEMPTS ? 'Too many wrong codes; ask for a new one' : undefined);
     }
     const now = new Date();
     const patch = opts.consume ? { consumedAt: now, verifiedAt: now } : { verifiedAt: now, expiresAt: new Date(Date.now() + VERIFIED_GRACE_SECONDS * 1000) };
-    // Conditional update: two requests racing with the same code cannot both succeed.
-    const updated = await this.models.OtpChallenge.query(trx).patch(patch).where('id', challenge.id).whereNull('verifiedAt').whereNull('consumedAt');
+    // Conditional update, re-checking what was read above: two requests racing with the same code cannot both
+    // succeed, and wrong guesses counted meanwhile by concurrent requests (the lock), a replacing code or expiry win.
+    const updated = await this.models.OtpChallenge.query(trx)
+      .patch(patch)
+      .where({ id: challenge.id, codeHash: challenge.codeHash })
+      .where('attempts', '<', OTP_MAX_ATTEMPTS)
+      .where('expiresAt', '>', now)
+      .whereNull('verifiedAt')
+      .whereNull('consumedAt');
     if (updated === 0) throw new InvalidOtp();
     return Object.assign(challenge, patch);
+  }
+
+  /** Uses up whatever challenge of (email, type) is still open, so its code stops working. */
+  async retire(email: string, type: OtpType, trx?: Knex.Transaction): Promise<void> {
+    await this.models.OtpChallenge.query(trx).patch({ consumedAt: new Date() }).where({ email, type }).whereNull('consumedAt');
   }
 
   /** Uses up a challenge verified earlier; fails when it was never verified, expired, or already used. */

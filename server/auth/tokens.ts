@@ -33,6 +33,11 @@ export interface WidgetClaims {
 
 type Kind = keyof typeof AUDIENCE;
 
+/** Ids this server puts into tokens are UUIDs; anything else did not come from here (and must not reach SQL). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID.test(v);
+const isUuidOrNull = (v: unknown): v is string | null => v === null || isUuid(v);
+
 export class TokenService {
   constructor(private readonly config: Config) {}
 
@@ -75,13 +80,13 @@ export class TokenService {
 
   verifyAccess(token: string): AccessClaims {
     const claims = this.verify<AccessClaims>('access', token);
-    if (typeof claims.sub !== 'string' || typeof claims.sid !== 'string') throw new Unauthorized('The token is invalid');
+    if (!isUuid(claims.sub) || !isUuid(claims.sid) || !isUuidOrNull(claims.orgId ?? null)) throw new Unauthorized('The token is invalid');
     return claims;
   }
 
   verifyRefresh(token: string): RefreshClaims {
     const claims = this.verify<RefreshClaims>('refresh', token);
-    if (typeof claims.sid !== 'string' || typeof claims.jti !== 'string') throw new Unauthorized('The token is invalid');
+    if (!isUuid(claims.sub) || !isUuid(claims.sid) || typeof claims.jti !== 'string' || !isUuidOrNull(claims.orgId ?? null)) throw new Unauthorized('The token is invalid');
     return claims;
   }
 

@@ -191,7 +191,7 @@ export class AuthService {
     await this.deps.otp.verify(email, 'password_reset', input.code, { consume: true });
     const user = await this.models.User.query().findOne({ email });
     if (!user) throw new InvalidOtp();
-    await this.setPasswordAfterReset(user.id, input.newPassword);
+    await this.setPasswordAfterReset(user, input.newPassword);
   }
 
   async resetPasswordWithToken(input: { token: string; newPassword: string }): Promise<void> {
@@ -200,16 +200,19 @@ export class AuthService {
     if (!reset || reset.usedAt || reset.expiresAt.getTime() <= Date.now()) throw new InvalidOtp('The reset link is invalid or has expired');
     const used = await this.models.PasswordReset.query().patch({ usedAt: new Date() }).where('id', reset.id).whereNull('usedAt');
     if (used === 0) throw new InvalidOtp('The reset link is invalid or has expired');
-    await this.setPasswordAfterReset(reset.userId, input.newPassword);
+    const user = await this.models.User.query().findById(reset.userId);
+    if (!user) throw new InvalidOtp('The reset link is invalid or has expired');
+    await this.setPasswordAfterReset(user, input.newPassword);
   }
 
-  /** A reset signs the user out everywhere and retires every other open reset link. */
-  private async setPasswordAfterReset(userId: string, newPassword: string): Promise<void> {
+  /** A reset signs the user out everywhere and retires every other open reset link and reset code. */
+  private async setPasswordAfterReset(user: User, newPassword: string): Promise<void> {
     const passwordHash = await this.deps.passwords.hash(newPassword);
     await this.deps.knex.transaction(async (trx) => {
-      await this.models.User.query(trx).patch({ passwordHash, passwordChangedAt: new Date() }).where('id', userId);
-      await this.models.PasswordReset.query(trx).patch({ usedAt: new Date() }).where('userId', userId).whereNull('usedAt');
-      await this.deps.sessions.revokeAllOf(userId, 'password_reset', null, trx);
+      await this.models.User.query(trx).patch({ passwordHash, passwordChangedAt: new Date() }).where('id', user.id);
+      await this.models.PasswordReset.query(trx).patch({ usedAt: new Date() }).where('userId', user.id).whereNull('usedAt');
+      await this.deps.otp.retire(user.email, 'password_reset', trx);
+      await this.deps.sessions.revokeAllOf(user.id, 'password_reset', null, trx);
     });
   }
 

@@ -81,6 +81,20 @@ export class MembershipService {
     return member;
   }
 
+  /** Locks the organization row, so seat counts and owner counts cannot change under a membership change. */
+  private async lockOrganization(orgId: string, trx: Knex.Transaction): Promise<Organization> {
+    const organization = await this.models.Organization.query(trx).findById(orgId).forUpdate();
+    if (!organization) throw new NotFound('Organization');
+    return organization;
+  }
+
+  /** The plan's `humanAgents` caps accepted + pending members: one more must still fit. */
+  private async requireSeat(organization: Organization, trx: Knex.Transaction): Promise<void> {
+    const limit = PLANS[organization.plan].limits.humanAgents;
+    const seats = await this.deps.organizations.countSeats(organization.id, trx);
+    if (!withinLimit(limit, seats)) throw new PlanLimitReached(`The ${organization.plan} plan allows ${limit} members; upgrade to add more`);
+  }
+
   private inviteLink(token: string): string {
     return `${this.deps.publicUrl}/accept-invite?token=${encodeURIComponent(token)}`;
   }
@@ -92,14 +106,10 @@ export class MembershipService {
     const token = generateLinkToken();
     const { membership, organization } = await this.deps.knex.transaction(async (trx) => {
       // Locking the organization row serializes invitations, so two at once cannot both take the last seat.
-      const organization = await this.models.Organization.query(trx).findById(orgId).forUpdate();
-      if (!organization) throw new NotFound('Organization');
+      const organization = await this.lockOrganization(orgId, trx);
       const existing = await this.models.Membership.forOrg(orgId, trx).findOne({ email });
       if (existing) throw new Conflict('This email is already a member or invited');
-      const seats = await this.deps.organizations.countSeats(orgId, trx);
-      if (!withinLimit(PLANS[organization.plan].limits.humanAgents, seats)) {
-        throw new PlanLimitReached(`The ${organization.plan} plan allows ${PLANS[organization.plan].limits.humanAgents} members; upgrade to invite more`);
-      }
+      await this.requireSeat(organization, trx);
       const now = new Date();
       const membership = await this.models.Membership.query(trx).insertAndFetch({
         organizationId: orgId,
@@ -137,7 +147,11 @@ export class MembershipService {
    * Guard rules: nobody acts on their own membership; admins cannot touch owners or grant owner;
    * the last accepted owner cannot be demoted, suspended or removed.
    */
-  private async guard(by: Membership, target: Membership, change: { role?: Role; leavesOwnerRole: boolean }, trx: Knex.Transaction): Promise<void> {
+  private async guard(caller: Membership, target: Membership, change: { role?: Role; leavesOwnerRole: boolean }, trx: Knex.Transaction): Promise<void> {
+    // The caller's membership again, under the organization lock: a concurrent change (a demotion, a suspension)
+    // must not let a stale role through.
+    const by = await this.models.Membership.forOrg(target.organizationId, trx).findById(caller.id);
+    if (!by || by.status !== 'accepted' || ROLE_RANK[by.role] < ROLE_RANK.admin) throw new Forbidden('This needs the admin role');
     if (target.id === by.id || (target.userId && target.userId === by.userId)) throw new Forbidden('You cannot change your own membership');
     if (target.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can change an owner');
     if (change.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can grant the owner role');
@@ -149,6 +163,7 @@ export class MembershipService {
 
   async changeRole(by: Membership, orgId: string, memberId: string, role: Role): Promise<Membership> {
     const updated = await this.deps.knex.transaction(async (trx) => {
+      await this.lockOrganization(orgId, trx);
       const target = await this.getMember(orgId, memberId, trx);
       await this.guard(by, target, { role, leavesOwnerRole: role !== 'owner' }, trx);
       return this.models.Membership.query(trx).patchAndFetchById(target.id, { role });
@@ -160,9 +175,12 @@ export class MembershipService {
   /** `active` restores access, `suspended` cuts it at once while keeping the record. */
   async changeStatus(by: Membership, orgId: string, memberId: string, status: 'active' | 'suspended'): Promise<Membership> {
     const updated = await this.deps.knex.transaction(async (trx) => {
+      const organization = await this.lockOrganization(orgId, trx);
       const target = await this.getMember(orgId, memberId, trx);
       if (target.status === 'pending') throw new Conflict('A pending invitation is activated by accepting it');
       await this.guard(by, target, { leavesOwnerRole: status === 'suspended' }, trx);
+      // A suspended member holds no seat; coming back takes one, within the plan's limit.
+      if (status === 'active' && target.status === 'suspended') await this.requireSeat(organization, trx);
       return this.models.Membership.query(trx).patchAndFetchById(target.id, { status: status === 'active' ? 'accepted' : 'suspended' });
     });
     this.publishChange(updated, false);
@@ -171,6 +189,7 @@ export class MembershipService {
 
   async remove(by: Membership, orgId: string, memberId: string): Promise<void> {
     const removed = await this.deps.knex.transaction(async (trx) => {
+      await this.lockOrganization(orgId, trx);
       const target = await this.getMember(orgId, memberId, trx);
       await this.guard(by, target, { leavesOwnerRole: true }, trx);
       await this.models.Membership.query(trx).deleteById(target.id);

@@ -35,7 +35,8 @@ export class Api {
       headers['content-type'] ??= 'application/json';
     }
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    const res = await fetch(`${this.baseUrl}/api/v1${path}`, { method, headers, body });
+    // A Buffer is a valid fetch body; TypeScript's lib types disagree on its ArrayBuffer kind.
+    const res = await fetch(`${this.baseUrl}/api/v1${path}`, { method, headers, body: body as BodyInit | undefined });
     const text = await res.text();
     let parsed: unknown = text;
     try {

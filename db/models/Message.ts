@@ -1,0 +1,22 @@
+import { TenantModel } from '../BaseModel.js';
+
+export type SenderType = 'visitor' | 'agent' | 'ai' | 'system';
+export type MessageType = 'text' | 'image' | 'file' | 'system';
+
+export class Message extends TenantModel {
+  static override tableName = 'messages';
+  static override jsonAttributes = ['metadata'];
+
+  declare conversationId: string;
+  declare seq: number;
+  declare senderType: SenderType;
+  declare senderId: string | null;
+  declare content: string;
+  declare type: MessageType;
+  /** An internal note: agents only, never a visitor. */
+  declare private: boolean;
+  declare metadata: Record<string, unknown>;
+  declare clientMessageId: string | null;
+
+  override $beforeUpdate(): void {}
+}

@@ -1,0 +1,95 @@
+// Response shapes of the live-support areas (documented in OpenAPI; presenters guarantee them).
+import type { JsonSchema } from '../registry.js';
+import { dateTime, nullableDateTime, uuid } from './common.js';
+
+const nullableString = { type: ['string', 'null'] } as const;
+const nullableUuid = { type: ['string', 'null'], format: 'uuid' } as const;
+
+export const ContactView: JsonSchema = {
+  type: 'object',
+  properties: { id: uuid, name: nullableString, email: nullableString, phone: nullableString, company: nullableString, createdAt: dateTime, updatedAt: dateTime },
+};
+
+export const ConversationView: JsonSchema = {
+  type: 'object',
+  properties: {
+    id: uuid,
+    organizationId: uuid,
+    status: { type: 'string', enum: ['open', 'pending', 'resolved', 'closed'] },
+    priority: { type: 'string', enum: ['low', 'medium', 'high', 'urgent'] },
+    subject: nullableString,
+    channel: { type: 'string' },
+    source: nullableString,
+    assignedTo: nullableUuid,
+    contactId: nullableUuid,
+    contact: { oneOf: [ContactView, { type: 'null' }] },
+    visitor: { type: 'object', properties: { sessionId: nullableUuid, name: nullableString, email: nullableString } },
+    tags: { type: 'array', items: { type: 'string' } },
+    unreadCount: { type: 'integer' },
+    lastSeq: { type: 'integer', description: 'seq of the newest message' },
+    escalatedAt: nullableDateTime,
+    humanJoinedAt: nullableDateTime,
+    firstReplyAt: nullableDateTime,
+    lastMessageAt: nullableDateTime,
+    resolvedAt: nullableDateTime,
+    createdAt: dateTime,
+    updatedAt: dateTime,
+  },
+};
+
+export const MessageView: JsonSchema = {
+  type: 'object',
+  properties: {
+    id: uuid,
+    conversationId: uuid,
+    seq: { type: 'integer', description: 'Increases by one per conversation, without gaps' },
+    senderType: { type: 'string', enum: ['visitor', 'agent', 'ai', 'system'] },
+    senderId: nullableString,
+    content: { type: 'string', maxLength: 50000 },
+    type: { type: 'string', enum: ['text', 'image', 'file', 'system'] },
+    private: { type: 'boolean', description: 'An internal note; never shown to the visitor' },
+    metadata: { type: 'object' },
+    clientMessageId: nullableString,
+    createdAt: dateTime,
+  },
+};
+
+export const VisitorConversationView: JsonSchema = {
+  type: 'object',
+  properties: { id: uuid, status: { type: 'string' }, subject: nullableString, lastSeq: { type: 'integer' }, lastMessageAt: nullableDateTime, createdAt: dateTime },
+};
+
+export const NotificationView: JsonSchema = {
+  type: 'object',
+  properties: {
+    id: uuid,
+    organizationId: uuid,
+    userId: uuid,
+    type: { type: 'string' },
+    title: { type: 'string' },
+    body: nullableString,
+    data: { type: 'object' },
+    readAt: nullableDateTime,
+    createdAt: dateTime,
+  },
+};
+
+export const WidgetView: JsonSchema = {
+  type: 'object',
+  properties: {
+    id: uuid,
+    organizationId: uuid,
+    publicKey: { type: 'string' },
+    displayName: { type: 'string' },
+    appearance: { type: 'object' },
+    behavior: { type: 'object' },
+    allowedOrigins: { type: 'array', items: { type: 'string' } },
+    ai: { type: 'object' },
+    collectUserInfo: { type: 'object' },
+    createdAt: dateTime,
+    updatedAt: dateTime,
+  },
+};
+
+export const content = { type: 'string', minLength: 1, maxLength: 50000 } as const;
+export const clientMessageId = { type: 'string', minLength: 1, maxLength: 100, description: 'Client-chosen id; a repeat returns the stored message' } as const;

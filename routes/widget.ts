@@ -1,0 +1,122 @@
+// /widget: configuration for admins, the public config, visitor tokens and the visitor's own conversations.
+import { presentMessage, presentVisitorConversation } from '../server/presenters/conversation.js';
+import { presentPublicWidget, presentWidget } from '../server/presenters/widget.js';
+import type { WidgetConfigInput } from '../server/services/widget.js';
+import type { RouteServices } from './services.js';
+import { defineRoute, type AnyRoute } from './registry.js';
+import { email, object, params, personName } from './schemas/common.js';
+import { clientMessageId, content, MessageView, VisitorConversationView, WidgetView } from './schemas/live.js';
+
+const tag = 'Widget';
+const publicKey = { type: 'string', minLength: 3, maxLength: 64 } as const;
+const settingsObject = { type: 'object', maxProperties: 50 } as const;
+const origin = { type: 'string', pattern: '^https?://[^/\\s]+$', maxLength: 300 } as const;
+const source = { type: 'string', enum: ['widget', 'qr', 'link'] } as const;
+
+export function widgetRoutes(s: RouteServices): AnyRoute[] {
+  return [
+    defineRoute({
+      method: 'get', path: '/widget/manage', operationId: 'getWidgetConfig', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
+      summary: "The organization's widget configuration, with its publicKey (made with defaults on first use)",
+      response: { status: 200, description: 'Widget', data: WidgetView },
+      handler: async ({ orgId }) => ({ message: 'Widget', data: presentWidget(await s.widget.forOrg(orgId!)) }),
+    }),
+    defineRoute<WidgetConfigInput>({
+      method: 'put', path: '/widget/manage', operationId: 'updateWidgetConfig', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
+      summary: 'Change the widget configuration (fields given replace the stored ones)',
+      description: '`allowedOrigins` empty allows every website; otherwise token exchange and visitor sockets must come from a listed origin.',
+      body: object({
+        displayName: personName,
+        appearance: settingsObject,
+        behavior: settingsObject,
+        allowedOrigins: { type: 'array', items: origin, maxItems: 50 },
+        ai: settingsObject,
+        collectUserInfo: settingsObject,
+      }),
+      response: { status: 200, description: 'Widget', data: WidgetView },
+      handler: async ({ orgId, body }) => ({ message: 'Widget updated', data: presentWidget(await s.widget.update(orgId!, body)) }),
+    }),
+    defineRoute<Record<string, never>, { publicKey: string }>({
+      method: 'get', path: '/widget/config', operationId: 'getPublicWidgetConfig', tag, auth: { kind: 'public' },
+      summary: 'The public part of a widget configuration, by public key',
+      query: object({ publicKey }, ['publicKey']),
+      response: { status: 200, description: 'Public configuration', data: { type: 'object' } },
+      errors: [404],
+      handler: async ({ query }) => ({ message: 'Widget configuration', data: presentPublicWidget(await s.widget.byPublicKey(query.publicKey)) }),
+    }),
+    defineRoute<{ publicKey: string; sessionId?: string; visitor?: { name?: string; email?: string } }>({
+      method: 'post', path: '/widget/auth/token', operationId: 'createWidgetToken', tag, auth: { kind: 'public' }, rateLimit: 'widget-token',
+      summary: 'Exchange the public key for a 24-hour widget_session token (resume a visitor with `sessionId`)',
+      description: 'When the widget lists allowedOrigins, the Origin header must be one of them (403 otherwise).',
+      body: object({ publicKey, sessionId: { type: 'string', format: 'uuid' }, visitor: object({ name: personName, email }) }, ['publicKey']),
+      response: {
+        status: 201, description: 'Token',
+        data: object({ token: { type: 'string' }, sessionId: { type: 'string', format: 'uuid' }, organizationId: { type: 'string', format: 'uuid' }, expiresAt: { type: 'string', format: 'date-time' } }),
+      },
+      errors: [403, 404],
+      handler: async ({ body, ctx }) => ({ message: 'Widget session started', data: await s.widget.issueToken(body, ctx.get('origin') || null) }),
+    }),
+    defineRoute({
+      method: 'post', path: '/widget/auth/validate', operationId: 'validateWidgetToken', tag, auth: { kind: 'widget' },
+      summary: 'Check a widget_session token',
+      response: { status: 200, description: 'Valid', data: object({ valid: { const: true }, sessionId: { type: 'string' }, organizationId: { type: 'string' } }) },
+      handler: async ({ visitor }) => ({ message: 'Valid', data: { valid: true, sessionId: visitor!.sessionId, organizationId: visitor!.orgId } }),
+    }),
+    defineRoute<{ message: string; source?: string; clientMessageId?: string }>({
+      method: 'post', path: '/widget/conversations', operationId: 'startWidgetConversation', tag, auth: { kind: 'widget' },
+      summary: 'Start a conversation with a first message',
+      body: object({ message: content, source, clientMessageId }, ['message']),
+      response: { status: 201, description: 'The conversation and its first message', data: object({ conversation: VisitorConversationView, message: MessageView }) },
+      handler: async ({ visitor, body }) => {
+        const { conversation, message } = await s.widget.startConversation(visitor!, body);
+        return { message: 'Conversation started', data: { conversation: presentVisitorConversation(conversation), message: presentMessage(message) } };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: '/widget/conversations', operationId: 'listWidgetConversations', tag, auth: { kind: 'widget' },
+      summary: "The visitor's own conversations, newest first",
+      response: { status: 200, description: 'Conversations', data: { type: 'array', items: VisitorConversationView } },
+      handler: async ({ visitor }) => ({ message: 'Conversations', data: (await s.widget.visitorConversations(visitor!)).map(presentVisitorConversation) }),
+    }),
+    defineRoute<Record<string, never>, { afterSeq: number; limit: number }, { id: string }>({
+      method: 'get', path: '/widget/conversations/:id/messages', operationId: 'listWidgetMessages', tag, auth: { kind: 'widget' },
+      summary: 'Public messages of one of the visitor\'s conversations (never internal notes)',
+      params: params('id'),
+      query: object({ afterSeq: { type: 'integer', minimum: 0, default: 0 }, limit: { type: 'integer', minimum: 1, maximum: 200, default: 100 } }),
+      response: { status: 200, description: 'Messages', data: { type: 'array', items: MessageView } },
+      handler: async ({ visitor, params, query }) => ({ message: 'Messages', data: (await s.widget.visitorMessages(visitor!, params.id, query.afterSeq, query.limit)).map(presentMessage) }),
+    }),
+    defineRoute<{ content: string; clientMessageId?: string }, Record<string, never>, { id: string }>({
+      method: 'post', path: '/widget/conversations/:id/messages', operationId: 'sendWidgetMessage', tag, auth: { kind: 'widget' },
+      summary: 'Write in one of the visitor\'s conversations (a resolved one reopens; a closed one starts a new conversation)',
+      params: params('id'),
+      body: object({ content, clientMessageId }, ['content']),
+      response: { status: 201, description: 'Stored and announced', data: MessageView },
+      handler: async ({ visitor, params, body }) => {
+        const { message, duplicate } = await s.messages.send({ type: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId }, { ...body, conversationId: params.id });
+        return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Message sent', data: presentMessage(message) };
+      },
+    }),
+    defineRoute<{ publicKey: string }>({
+      method: 'post', path: '/widget/qr-scan', operationId: 'recordQrScan', tag, auth: { kind: 'public' }, rateLimit: 'qr-scan',
+      summary: "Record a scan of the widget's QR code",
+      body: object({ publicKey }, ['publicKey']),
+      response: { status: 201, description: 'Recorded' },
+      errors: [404],
+      handler: async ({ body, ctx }) => {
+        await s.widget.recordQrScan(body.publicKey, { userAgent: ctx.get('user-agent') || null, referrer: ctx.get('referer') || null });
+        return { message: 'Scan recorded' };
+      },
+    }),
+    defineRoute<Record<string, never>, { format: 'svg' | 'png' }>({
+      method: 'get', path: '/widget/qr', operationId: 'getWidgetQr', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
+      summary: "The QR code of the widget's public chat link (image/svg+xml or image/png)",
+      query: object({ format: { type: 'string', enum: ['svg', 'png'], default: 'svg' } }),
+      response: { status: 200, description: 'The image itself (not wrapped in the success envelope)' },
+      handler: async ({ orgId, query }) => {
+        const image = await s.widget.qr(orgId!, query.format);
+        return { message: 'QR code', raw: { contentType: image.contentType, body: image.body } };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,179 @@
+// The agents' inbox: listing, reading, status transitions, read marks, recently viewed and contact links.
+import type { Knex } from 'knex';
+import type { Models } from '../../db/index.js';
+import type { Contact } from '../../db/models/Contact.js';
+import type { Conversation, ConversationStatus } from '../../db/models/Conversation.js';
+import type { Message } from '../../db/models/Message.js';
+import type { DomainEventBus } from '../events.js';
+import { InvalidTransition, NotFound } from '../errors.js';
+
+/** Allowed status changes; closed is final. */
+const TRANSITIONS: Record<ConversationStatus, ConversationStatus[]> = {
+  open: ['pending', 'resolved', 'closed'],
+  pending: ['open', 'resolved', 'closed'],
+  resolved: ['open', 'closed'],
+  closed: [],
+};
+
+export interface ConversationFilters {
+  status?: ConversationStatus;
+  assignedToMe?: boolean;
+  unassigned?: boolean;
+  q?: string;
+  limit: number;
+  offset: number;
+}
+
+export interface ContactInput {
+  contactId?: string | null;
+  name?: string;
+  email?: string;
+  phone?: string;
+  company?: string;
+}
+
+const RECENTS_KEPT = 20;
+
+export class ConversationService {
+  constructor(private readonly deps: { models: Models; knex: Knex; events: DomainEventBus }) {}
+
+  private get models() {
+    return this.deps.models;
+  }
+
+  async list(orgId: string, userId: string, f: ConversationFilters): Promise<{ conversations: Conversation[]; total: number }> {
+    const base = this.models.Conversation.forOrg(orgId);
+    if (f.status) base.where('conversations.status', f.status);
+    if (f.assignedToMe) base.where('conversations.assignedTo', userId);
+    if (f.unassigned) base.whereNull('conversations.assignedTo');
+    if (f.q) {
+      const like = `%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      base.where((w) =>
+        w
+          .whereILike('conversations.subject', like)
+          .orWhereILike('conversations.visitorName', like)
+          .orWhereILike('conversations.visitorEmail', like)
+          .orWhereExists(this.models.Message.query().whereColumn('messages.conversationId', 'conversations.id').where('messages.organizationId', orgId).whereILike('messages.content', like)),
+      );
+    }
+    const [total, conversations] = await Promise.all([
+      base.clone().resultSize(),
+      base.clone().orderByRaw('coalesce(conversations.last_message_at, conversations.created_at) desc').orderBy('conversations.id', 'desc').limit(f.limit).offset(f.offset),
+    ]);
+    return { conversations, total };
+  }
+
+  async get(orgId: string, conversationId: string, trx?: Knex.Transaction): Promise<Conversation> {
+    const conversation = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId);
+    if (!conversation) throw new NotFound('Conversation');
+    return conversation;
+  }
+
+  async withContact(conversation: Conversation): Promise<Conversation> {
+    conversation.contact = conversation.contactId ? ((await this.models.Contact.forOrg(conversation.organizationId).findById(conversation.contactId)) ?? null) : null;
+    return conversation;
+  }
+
+  /** Spec endpoint 6: the conversation with its whole history, oldest first; remembered in the viewer's recents. */
+  async getWithHistory(orgId: string, userId: string, conversationId: string): Promise<{ conversation: Conversation; messages: Message[] }> {
+    const conversation = await this.withContact(await this.get(orgId, conversationId));
+    const messages = await this.models.Message.forOrg(orgId).where('conversationId', conversationId).orderBy('seq', 'asc');
+    await this.deps
+      .knex('conversation_views')
+      .insert({ user_id: userId, conversation_id: conversationId, organization_id: orgId, viewed_at: new Date() })
+      .onConflict(['user_id', 'conversation_id'])
+      .merge(['viewed_at']);
+    return { conversation, messages };
+  }
+
+  async changeStatus(orgId: string, conversationId: string, status: ConversationStatus): Promise<Conversation> {
+    const { conversation, changed } = await this.deps.knex.transaction(async (trx) => {
+      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
+      if (!current) throw new NotFound('Conversation');
+      if (current.status === status) return { conversation: current, changed: false };
+      if (!TRANSITIONS[current.status].includes(status)) throw new InvalidTransition(`A ${current.status} conversation cannot become ${status}`);
+      const now = new Date();
+      const patch: Partial<Conversation> = { status };
+      if (status === 'resolved') patch.resolvedAt = now;
+      if (status === 'open') patch.resolvedAt = null;
+      if (status === 'closed') patch.closedAt = now;
+      return { conversation: await this.models.Conversation.query(trx).patchAndFetchById(current.id, patch), changed: true };
+    });
+    if (changed) this.deps.events.publish('conversation.updated', { conversation });
+    return conversation;
+  }
+
+  /** An agent opened the conversation live: from now on a human is in it (the AI gate closes). */
+  async agentJoined(orgId: string, conversationId: string): Promise<Conversation> {
+    const conversation = await this.get(orgId, conversationId);
+    if (conversation.humanJoinedAt) return conversation;
+    const updated = await this.models.Conversation.query().patchAndFetchById(conversation.id, { humanJoinedAt: new Date() });
+    this.deps.events.publish('conversation.updated', { conversation: updated });
+    return updated;
+  }
+
+  async markRead(orgId: string, conversationId: string): Promise<Conversation> {
+    const conversation = await this.get(orgId, conversationId);
+    if (conversation.unreadCount === 0) return conversation;
+    return this.models.Conversation.query().patchAndFetchById(conversation.id, { unreadCount: 0 });
+  }
+
+  async recents(orgId: string, userId: string): Promise<Conversation[]> {
+    return this.models.Conversation.forOrg(orgId)
+      .join('conversation_views as v', 'v.conversation_id', 'conversations.id')
+      .where('v.user_id', userId)
+      .select('conversations.*')
+      .orderBy('v.viewed_at', 'desc')
+      .limit(RECENTS_KEPT);
+  }
+
+  async clearRecents(orgId: string, userId: string): Promise<void> {
+    await this.deps.knex('conversation_views').where({ user_id: userId, organization_id: orgId }).delete();
+  }
+
+  /**
+   * Spec endpoint 3: `contactId` links, `contactId: null` unlinks, or name/email/phone/company finds a contact by
+   * email (creating it when missing) and links it.
+   */
+  async linkContact(orgId: string, conversationId: string, input: ContactInput): Promise<Conversation> {
+    const conversation = await this.deps.knex.transaction(async (trx) => {
+      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
+      if (!current) throw new NotFound('Conversation');
+      let contact: Contact | null = null;
+      if (input.contactId) {
+        contact = (await this.models.Contact.forOrg(orgId, trx).findById(input.contactId)) ?? null;
+        if (!contact) throw new NotFound('Contact');
+      } else if (input.contactId !== null) {
+        contact = await this.findOrCreateContact(orgId, input, trx);
+      }
+      const updated = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { contactId: contact?.id ?? null });
+      updated.contact = contact;
+      return updated;
+    });
+    this.deps.events.publish('conversation.updated', { conversation });
+    return conversation;
+  }
+
+  private async findOrCreateContact(orgId: string, input: ContactInput, trx: Knex.Transaction): Promise<Contact> {
+    const email = input.email?.trim().toLowerCase() || null;
+    if (email) {
+      const existing = await this.models.Contact.forOrg(orgId, trx).whereRaw('lower(email) = ?', [email]).first();
+      if (existing) {
+        // Fill in what the contact lacks; never overwrite what someone already recorded.
+        const patch: Partial<Contact> = {};
+        if (!existing.name && input.name) patch.name = input.name;
+        if (!existing.phone && input.phone) patch.phone = input.phone;
+        if (!existing.company && input.company) patch.company = input.company;
+        return Object.keys(patch).length ? this.models.Contact.query(trx).patchAndFetchById(existing.id, patch) : existing;
+      }
+    }
+    return this.models.Contact.query(trx).insertAndFetch({
+      organizationId: orgId,
+      name: input.name ?? null,
+      email,
+      phone: input.phone ?? null,
+      company: input.company ?? null,
+      attributes: {},
+    });
+  }
+}

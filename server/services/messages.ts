@@ -1,0 +1,138 @@
+// The one send path for REST, agent sockets, visitor sockets and the AI service: store first, announce after commit.
+import type { Knex } from 'knex';
+import type { Models } from '../../db/index.js';
+import type { Conversation } from '../../db/models/Conversation.js';
+import type { Message, MessageType, SenderType } from '../../db/models/Message.js';
+import type { DomainEventBus } from '../events.js';
+import { InvalidTransition, NotFound, ValidationFailed } from '../errors.js';
+
+export type Sender =
+  | { type: 'agent'; orgId: string; userId: string }
+  | { type: 'visitor'; orgId: string; sessionId: string }
+  | { type: 'ai'; orgId: string }
+  | { type: 'system'; orgId: string };
+
+export interface SendInput {
+  conversationId: string;
+  content: string;
+  type?: MessageType;
+  private?: boolean;
+  clientMessageId?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+export interface SendResult {
+  message: Message;
+  conversation: Conversation;
+  /** The clientMessageId was seen before: this is the stored message, nothing new was written or announced. */
+  duplicate: boolean;
+  /** A visitor wrote to a closed conversation, so a new one was started. */
+  started: boolean;
+  /** A visitor wrote to a resolved conversation, which is open again. */
+  reopened: boolean;
+}
+
+export const MAX_CONTENT_LENGTH = 50_000;
+
+export class MessageService {
+  /** Called after commit when a send started a new conversation (routing, notifications). */
+  onConversationStarted: (conversation: Conversation) => Promise<void> = async () => undefined;
+
+  constructor(private readonly deps: { models: Models; knex: Knex; events: DomainEventBus }) {}
+
+  private get models() {
+    return this.deps.models;
+  }
+
+  async send(sender: Sender, input: SendInput): Promise<SendResult> {
+    if (input.private && sender.type !== 'agent') throw new ValidationFailed('Only agents write internal notes', [{ field: 'private', message: 'is for agents only' }]);
+    if (input.content.length === 0 || input.content.length > MAX_CONTENT_LENGTH) {
+      throw new ValidationFailed(`content must be 1..${MAX_CONTENT_LENGTH} characters`, [{ field: 'content', message: 'has the wrong length' }]);
+    }
+    const result = await this.deps.knex.transaction(async (trx) => {
+      // The row lock serializes senders of one conversation: seq has no gaps and clientMessageId is checked race-free.
+      const conversation = await this.models.Conversation.forOrg(sender.orgId, trx).findById(input.conversationId).forUpdate();
+      if (!conversation || (sender.type === 'visitor' && conversation.visitorSessionId !== sender.sessionId)) throw new NotFound('Conversation');
+      if (input.clientMessageId) {
+        const existing = await this.models.Message.query(trx).findOne({ conversationId: conversation.id, clientMessageId: input.clientMessageId });
+        if (existing) return { message: existing, conversation, duplicate: true, started: false, reopened: false };
+      }
+      if (conversation.status === 'closed') {
+        if (sender.type !== 'visitor') throw new InvalidTransition('This conversation is closed');
+        const fresh = await this.models.Conversation.query(trx).insertAndFetch({
+          organizationId: conversation.organizationId,
+          status: 'open',
+          priority: conversation.priority,
+          channel: conversation.channel,
+          source: conversation.source,
+          contactId: conversation.contactId,
+          visitorSessionId: conversation.visitorSessionId,
+          visitorName: conversation.visitorName,
+          visitorEmail: conversation.visitorEmail,
+          tags: [],
+        });
+        const appended = await this.append(trx, fresh, sender, input);
+        return { ...appended, duplicate: false, started: true };
+      }
+      const appended = await this.append(trx, conversation, sender, input);
+      return { ...appended, duplicate: false, started: false };
+    });
+    if (!result.duplicate) this.announce(result);
+    return result;
+  }
+
+  /** Publishes what a committed send changed; called after the transaction, never inside it. */
+  announce(result: Omit<SendResult, 'duplicate'>): void {
+    if (result.started) this.deps.events.publish('conversation.created', { conversation: result.conversation });
+    this.deps.events.publish('message.created', { conversation: result.conversation, message: result.message });
+    if (result.reopened) this.deps.events.publish('conversation.updated', { conversation: result.conversation });
+    if (result.started) void this.onConversationStarted(result.conversation);
+  }
+
+  /**
+   * Appends a message to a conversation locked by the caller's transaction: next seq, counters,
+   * first reply and reopening a resolved conversation when the visitor writes again.
+   */
+  async append(trx: Knex.Transaction, conversation: Conversation, sender: Sender, input: SendInput): Promise<{ message: Message; conversation: Conversation; reopened: boolean }> {
+    const now = new Date();
+    const seq = conversation.lastSeq + 1;
+    const isPublicAgentReply = sender.type === 'agent' && !input.private;
+    const patch: Partial<Conversation> = { lastSeq: seq, lastMessageAt: now };
+    let reopened = false;
+    if (sender.type === 'visitor') {
+      patch.unreadCount = conversation.unreadCount + 1;
+      if (conversation.status === 'resolved') {
+        patch.status = 'open';
+        patch.resolvedAt = null;
+        reopened = true;
+      }
+    }
+    if (isPublicAgentReply && !conversation.firstReplyAt) patch.firstReplyAt = now;
+    if (sender.type === 'agent' && !conversation.humanJoinedAt) patch.humanJoinedAt = now;
+    const updated = await this.models.Conversation.query(trx).patchAndFetchById(conversation.id, patch);
+    const message = await this.models.Message.query(trx).insertAndFetch({
+      organizationId: conversation.organizationId,
+      conversationId: conversation.id,
+      seq,
+      senderType: sender.type as SenderType,
+      senderId: sender.type === 'agent' ? sender.userId : sender.type === 'visitor' ? sender.sessionId : null,
+      content: input.content,
+      type: input.type ?? 'text',
+      private: !!input.private,
+      metadata: input.metadata ?? {},
+      clientMessageId: input.clientMessageId ?? null,
+    });
+    return { message, conversation: updated, reopened };
+  }
+
+  /** A page of messages by seq: after `afterSeq` (ascending) or before `beforeSeq` (the newest ones before it). */
+  async page(orgId: string, conversationId: string, opts: { afterSeq?: number; beforeSeq?: number; limit: number; publicOnly: boolean }): Promise<Message[]> {
+    const query = this.models.Message.forOrg(orgId).where('conversationId', conversationId);
+    if (opts.publicOnly) query.where('private', false);
+    if (opts.beforeSeq !== undefined) {
+      const rows = await query.where('seq', '<', opts.beforeSeq).orderBy('seq', 'desc').limit(opts.limit);
+      return rows.reverse();
+    }
+    return query.where('seq', '>', opts.afterSeq ?? 0).orderBy('seq', 'asc').limit(opts.limit);
+  }
+}

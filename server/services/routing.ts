@@ -1,0 +1,77 @@
+// Who handles a conversation: automatic assignment to the least busy online agent, and assignment by hand.
+import type { Knex } from 'knex';
+import type { Models } from '../../db/index.js';
+import type { Conversation } from '../../db/models/Conversation.js';
+import type { DomainEventBus } from '../events.js';
+import { NotFound, ValidationFailed } from '../errors.js';
+import type { Presence } from '../presence.js';
+import type { NotificationService } from './notifications.js';
+
+export class RoutingService {
+  constructor(
+    private readonly deps: { models: Models; knex: Knex; events: DomainEventBus; presence: Presence; notifications: NotificationService },
+  ) {}
+
+  private get models() {
+    return this.deps.models;
+  }
+
+  /**
+   * The online agent (holding a socket and available) with the fewest open conversations below their
+   * maxOpenConversations; ties go to whoever was assigned least recently (round-robin).
+   */
+  async pickAgent(orgId: string): Promise<string | null> {
+    const online = await this.deps.presence.onlineUsers(orgId);
+    if (online.length === 0) return null;
+    const candidates = await this.models.Membership.forOrg(orgId)
+      .select('memberships.user_id', 'memberships.max_open_conversations', 'memberships.last_assigned_at')
+      .select(
+        this.deps.knex.raw(
+          `(select count(*) from conversations c where c.organization_id = memberships.organization_id and c.assigned_to = memberships.user_id and c.status in ('open', 'pending'))::int as open_count`,
+        ),
+      )
+      .whereIn('memberships.userId', online)
+      .where({ 'memberships.status': 'accepted', 'memberships.availability': 'online' });
+    const eligible = (candidates as unknown as { userId: string; maxOpenConversations: number; lastAssignedAt: Date | null; openCount: number }[])
+      .filter((c) => c.openCount < c.maxOpenConversations)
+      .sort((a, b) => a.openCount - b.openCount || (a.lastAssignedAt?.getTime() ?? 0) - (b.lastAssignedAt?.getTime() ?? 0));
+    return eligible[0]?.userId ?? null;
+  }
+
+  /** Runs after a new conversation commits, when the organization turned auto-assignment on. */
+  async autoAssign(conversation: Conversation): Promise<Conversation> {
+    const org = await this.models.Organization.query().findById(conversation.organizationId);
+    if (!org || org.settings?.autoAssignment !== true) return conversation;
+    const agentId = await this.pickAgent(conversation.organizationId);
+    if (!agentId) return conversation;
+    return this.assign(conversation.organizationId, conversation.id, agentId, { reason: 'auto' });
+  }
+
+  /** Assigns (or with null unassigns) a conversation; the assignee must be an accepted member. */
+  async assign(orgId: string, conversationId: string, agentId: string | null, opts: { reason?: string | null; byUserId?: string }): Promise<Conversation> {
+    if (agentId) {
+      const member = await this.models.Membership.forOrg(orgId).findOne({ userId: agentId, status: 'accepted' });
+      if (!member) throw new ValidationFailed('The assignee is not an active member of this organization', [{ field: 'agentId', message: 'is not an active member' }]);
+    }
+    const { conversation, changed } = await this.deps.knex.transaction(async (trx) => {
+      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
+      if (!current) throw new NotFound('Conversation');
+      if (current.assignedTo === agentId) return { conversation: current, changed: false };
+      const conversation = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { assignedTo: agentId });
+      if (agentId) await this.models.Membership.forOrg(orgId, trx).where({ userId: agentId }).patch({ lastAssignedAt: new Date() });
+      return { conversation, changed: true };
+    });
+    if (!changed) return conversation;
+    this.deps.events.publish('conversation.assigned', { conversation });
+    this.deps.events.publish('conversation.updated', { conversation });
+    if (agentId && agentId !== opts.byUserId) {
+      await this.deps.notifications.notify(orgId, [agentId], {
+        type: 'conversation_assigned',
+        title: 'A conversation was assigned to you',
+        body: conversation.subject ?? conversation.visitorName ?? null,
+        data: { conversationId: conversation.id, reason: opts.reason ?? null },
+      });
+    }
+    return conversation;
+  }
+}

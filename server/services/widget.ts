@@ -1,0 +1,182 @@
+// The embeddable widget: its configuration, visitor sessions and tokens, visitor conversations and QR codes.
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import QRCode from 'qrcode';
+import type { Models } from '../../db/index.js';
+import type { Conversation } from '../../db/models/Conversation.js';
+import type { Message } from '../../db/models/Message.js';
+import type { VisitorSession } from '../../db/models/VisitorSession.js';
+import type { Widget } from '../../db/models/Widget.js';
+import type { TokenService } from '../auth/tokens.js';
+import { Forbidden, NotFound, Unauthorized } from '../errors.js';
+import type { MessageService, SendResult } from './messages.js';
+import type { NotificationService } from './notifications.js';
+import type { RoutingService } from './routing.js';
+
+export interface VisitorActor {
+  kind: 'visitor';
+  orgId: string;
+  widgetId: string;
+  sessionId: string;
+  name: string | null;
+  email: string | null;
+  tokenExpiresAt: number;
+}
+
+export interface WidgetConfigInput {
+  displayName?: string;
+  appearance?: Record<string, unknown>;
+  behavior?: Record<string, unknown>;
+  allowedOrigins?: string[];
+  ai?: Record<string, unknown>;
+  collectUserInfo?: Record<string, unknown>;
+}
+
+const newPublicKey = () => `pk_${randomBytes(18).toString('base64url')}`;
+const normalizeOrigin = (o: string) => o.trim().replace(/\/+$/, '').toLowerCase();
+
+export class WidgetService {
+  constructor(
+    private readonly deps: {
+      models: Models;
+      knex: Knex;
+      tokens: TokenService;
+      messages: MessageService;
+      routing: RoutingService;
+      notifications: NotificationService;
+      publicUrl: string;
+    },
+  ) {}
+
+  private get models() {
+    return this.deps.models;
+  }
+
+  /** Every organization has one widget, made with defaults the first time an admin looks at it. */
+  async forOrg(orgId: string): Promise<Widget> {
+    const existing = await this.models.Widget.forOrg(orgId).first();
+    if (existing) return existing;
+    const org = await this.models.Organization.query().findById(orgId);
+    if (!org) throw new NotFound('Organization');
+    await this.models.Widget.query()
+      .insert({ organizationId: orgId, publicKey: newPublicKey(), displayName: org.name, appearance: {}, behavior: {}, allowedOrigins: [], ai: {}, collectUserInfo: {} })
+      .onConflict('organizationId')
+      .ignore();
+    return (await this.models.Widget.forOrg(orgId).first())!;
+  }
+
+  async update(orgId: string, input: WidgetConfigInput): Promise<Widget> {
+    const widget = await this.forOrg(orgId);
+    const patch: Partial<Widget> = { ...input };
+    if (input.allowedOrigins) patch.allowedOrigins = [...new Set(input.allowedOrigins.map(normalizeOrigin))];
+    return this.models.Widget.query().patchAndFetchById(widget.id, patch);
+  }
+
+  async byPublicKey(publicKey: string): Promise<Widget> {
+    const widget = await this.models.Widget.query().findOne({ publicKey });
+    if (!widget) throw new NotFound('Widget');
+    return widget;
+  }
+
+  /** An empty list allows every origin; otherwise the page's Origin must be listed. */
+  originAllowed(widget: Widget, origin: string | null | undefined): boolean {
+    const allowed = widget.allowedOrigins ?? [];
+    if (allowed.length === 0) return true;
+    return !!origin && allowed.includes(normalizeOrigin(origin));
+  }
+
+  /** Exchanges the public key (and optionally a session to resume) for a 24-hour widget_session token. */
+  async issueToken(
+    input: { publicKey: string; sessionId?: string; visitor?: { name?: string; email?: string } },
+    origin: string | null,
+  ): Promise<{ token: string; sessionId: string; organizationId: string; expiresAt: string }> {
+    const widget = await this.byPublicKey(input.publicKey);
+    if (!this.originAllowed(widget, origin)) throw new Forbidden('This website is not allowed to use the widget');
+    let session: VisitorSession | undefined;
+    if (input.sessionId) session = await this.models.VisitorSession.forOrg(widget.organizationId).findById(input.sessionId).where('widgetId', widget.id);
+    const visitor = { name: input.visitor?.name?.trim() || null, email: input.visitor?.email?.trim().toLowerCase() || null };
+    if (session) {
+      const patch: Partial<VisitorSession> = { lastSeenAt: new Date() };
+      if (visitor.name) patch.name = visitor.name;
+      if (visitor.email) patch.email = visitor.email;
+      session = await this.models.VisitorSession.query().patchAndFetchById(session.id, patch);
+    } else {
+      session = await this.models.VisitorSession.query().insertAndFetch({ organizationId: widget.organizationId, widgetId: widget.id, ...visitor, origin, lastSeenAt: new Date() });
+    }
+    const signed = this.deps.tokens.signWidget({ orgId: widget.organizationId, widgetId: widget.id, sessionId: session.id });
+    return { token: signed.token, sessionId: session.id, organizationId: widget.organizationId, expiresAt: new Date(signed.expiresAt * 1000).toISOString() };
+  }
+
+  /** Verifies a widget_session token and that its visitor session still exists. */
+  async visitorFromToken(token: string): Promise<VisitorActor> {
+    const claims = this.deps.tokens.verifyWidget(token);
+    const session = await this.models.VisitorSession.forOrg(claims.orgId).findById(claims.sessionId);
+    if (!session || session.widgetId !== claims.widgetId) throw new Unauthorized('The widget session has ended');
+    return { kind: 'visitor', orgId: claims.orgId, widgetId: claims.widgetId, sessionId: session.id, name: session.name, email: session.email, tokenExpiresAt: claims.exp };
+  }
+
+  /** A visitor's first message opens a conversation; routing and notifications follow the commit. */
+  async startConversation(visitor: VisitorActor, input: { message: string; source?: string; clientMessageId?: string }): Promise<SendResult> {
+    const result = await this.deps.knex.transaction(async (trx) => {
+      const conversation = await this.models.Conversation.query(trx).insertAndFetch({
+        organizationId: visitor.orgId,
+        status: 'open',
+        priority: 'medium',
+        channel: 'widget',
+        source: input.source ?? 'widget',
+        visitorSessionId: visitor.sessionId,
+        visitorName: visitor.name,
+        visitorEmail: visitor.email,
+        tags: [],
+      });
+      const appended = await this.deps.messages.append(trx, conversation, { type: 'visitor', orgId: visitor.orgId, sessionId: visitor.sessionId }, { conversationId: conversation.id, content: input.message, clientMessageId: input.clientMessageId });
+      return { message: appended.message, conversation: appended.conversation, duplicate: false, started: true, reopened: false };
+    });
+    this.deps.messages.announce(result);
+    return result;
+  }
+
+  /** Routing first, then the notifications the organization asked for. */
+  async afterConversationStarted(conversation: Conversation): Promise<void> {
+    const routed = await this.deps.routing.autoAssign(conversation);
+    const org = await this.models.Organization.query().findById(conversation.organizationId);
+    if (!org || org.settings?.notifyAgentsOnNewConversation === false) return;
+    const agents = await this.models.Membership.forOrg(conversation.organizationId).where('status', 'accepted').whereNotNull('userId').select('userId');
+    const recipients = agents.map((a) => a.userId!).filter((id) => id !== routed.assignedTo);
+    await this.deps.notifications.notify(conversation.organizationId, recipients, {
+      type: 'new_conversation',
+      title: `New conversation${conversation.visitorName ? ` with ${conversation.visitorName}` : ''}`,
+      data: { conversationId: conversation.id },
+    });
+  }
+
+  async visitorConversations(visitor: VisitorActor): Promise<Conversation[]> {
+    return this.models.Conversation.forOrg(visitor.orgId).where('visitorSessionId', visitor.sessionId).orderBy('createdAt', 'desc');
+  }
+
+  async visitorConversation(visitor: VisitorActor, conversationId: string): Promise<Conversation> {
+    const conversation = await this.models.Conversation.forOrg(visitor.orgId).findById(conversationId).where('visitorSessionId', visitor.sessionId);
+    if (!conversation) throw new NotFound('Conversation');
+    return conversation;
+  }
+
+  async visitorMessages(visitor: VisitorActor, conversationId: string, afterSeq: number, limit: number): Promise<Message[]> {
+    await this.visitorConversation(visitor, conversationId);
+    return this.deps.messages.page(visitor.orgId, conversationId, { afterSeq, limit, publicOnly: true });
+  }
+
+  async recordQrScan(publicKey: string, meta: { userAgent: string | null; referrer: string | null }): Promise<void> {
+    const widget = await this.byPublicKey(publicKey);
+    await this.models.QrScan.query().insert({ organizationId: widget.organizationId, widgetId: widget.id, userAgent: meta.userAgent?.slice(0, 512) ?? null, referrer: meta.referrer?.slice(0, 2048) ?? null });
+  }
+
+  publicLink(widget: Widget): string {
+    return `${this.deps.publicUrl}/chat/${encodeURIComponent(widget.publicKey)}?source=qr`;
+  }
+
+  async qr(orgId: string, format: 'svg' | 'png'): Promise<{ contentType: string; body: string | Buffer }> {
+    const link = this.publicLink(await this.forOrg(orgId));
+    if (format === 'png') return { contentType: 'image/png', body: await QRCode.toBuffer(link, { type: 'png', margin: 2, width: 512 }) };
+    return { contentType: 'image/svg+xml', body: await QRCode.toString(link, { type: 'svg', margin: 2 }) };
+  }
+}

@@ -1,0 +1,43 @@
+// Wraps a socket event handler: validates the payload (ajv, compiled once), answers the ack, maps errors in one place.
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { Socket } from 'socket.io';
+import { toAppError, ValidationFailed } from '../server/errors.js';
+import type { Logger } from '../server/logger.js';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const ajv = addFormats(new Ajv({ allErrors: true, strict: true, coerceTypes: false }));
+const compiled = new Map<object, ValidateFunction>();
+
+export function validator(schema: object): ValidateFunction {
+  let v = compiled.get(schema);
+  if (!v) {
+    v = ajv.compile(schema);
+    compiled.set(schema, v);
+  }
+  return v;
+}
+
+type Handler<P> = (payload: P) => Promise<unknown>;
+
+/** Registers `event` on the socket; a missing ack callback is tolerated (fire-and-forget clients). */
+export function on<P>(socket: Socket, logger: Logger, event: string, schema: object, handler: Handler<P>): void {
+  const validate = validator(schema);
+  socket.on(event, async (payload: unknown, ack?: unknown) => {
+    const reply = typeof ack === 'function' ? (ack as (r: unknown) => void) : () => undefined;
+    try {
+      if (!validate(payload)) {
+        throw new ValidationFailed(
+          'The event payload is not valid',
+          (validate.errors ?? []).map((e) => ({ field: e.instancePath.slice(1) || String((e.params as Record<string, unknown>).missingProperty ?? (e.params as Record<string, unknown>).additionalProperty ?? ''), message: e.message ?? 'is invalid' })),
+        );
+      }
+      const data = await handler(payload as P);
+      reply({ success: true, data: data ?? {} });
+    } catch (thrown) {
+      const err = toAppError(thrown);
+      if (err.status >= 500) logger.error({ err: thrown, event }, 'socket event failed');
+      reply({ success: false, error: { code: err.code, message: err.message } });
+    }
+  });
+}

@@ -1,0 +1,89 @@
+// Domain events -> rooms. The only place that decides who hears what; it runs after the writes committed.
+import type { Namespace, Server } from 'socket.io';
+import { presentConversation, presentMessage } from '../server/presenters/conversation.js';
+import { presentNotification } from '../server/presenters/notification.js';
+import type { AgentStatus } from './events.js';
+import type { OrgNamespace, RealtimeDeps } from './index.js';
+import { namespaceOf, rooms } from './rooms.js';
+
+/** A namespace made only to publish through the Redis adapter is dropped after this long without sockets. */
+const EMIT_ONLY_TTL_MS = 60_000;
+
+export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, deps: RealtimeDeps) {
+  const parent = orgs as unknown as { createChild(name: string): Namespace; children: Set<Namespace> };
+  const nsps = (io as unknown as { _nsps: Map<string, Namespace> })._nsps;
+  const emitOnly = new Map<string, NodeJS.Timeout>();
+
+  /**
+   * The organization's namespace on this instance. Without local sockets it exists only when Redis carries
+   * emits to other instances; it is made through the parent so it keeps the handshake middleware.
+   */
+  const nsp = (orgId: string): OrgNamespace | null => {
+    const name = namespaceOf(orgId);
+    const existing = nsps.get(name);
+    if (existing) return existing as unknown as OrgNamespace;
+    if (!deps.redis) return null;
+    const created = parent.createChild(name);
+    const drop = () => {
+      emitOnly.delete(name);
+      if (created.sockets.size > 0) return;
+      created.adapter.close();
+      nsps.delete(name);
+      parent.children.delete(created);
+    };
+    emitOnly.set(name, setTimeout(drop, EMIT_ONLY_TTL_MS).unref());
+    return created as unknown as OrgNamespace;
+  };
+
+  const off = [
+    deps.events.on('message.created', ({ conversation, message }) => {
+      const target = nsp(conversation.organizationId);
+      if (!target) return;
+      const payload = { conversationId: conversation.id, message: presentMessage(message) };
+      target.to(rooms.agents).emit('new_message', payload);
+      // Internal notes stop here: the visitor side only ever hears public messages.
+      if (!message.private && conversation.visitorSessionId) target.to(rooms.visitor(conversation.visitorSessionId)).emit('new_message', payload);
+    }),
+    deps.events.on('conversation.created', ({ conversation }) => {
+      nsp(conversation.organizationId)?.to(rooms.agents).emit('new_widget_conversation', { conversation: presentConversation(conversation) });
+    }),
+    deps.events.on('conversation.updated', ({ conversation }) => {
+      const target = nsp(conversation.organizationId);
+      if (!target) return;
+      target.to(rooms.agents).emit('conversation_updated', { conversation: presentConversation(conversation) });
+      if (conversation.visitorSessionId) target.to(rooms.visitor(conversation.visitorSessionId)).emit('status_updated', { conversationId: conversation.id, status: conversation.status });
+    }),
+    deps.events.on('conversation.assigned', ({ conversation }) => {
+      nsp(conversation.organizationId)?.to(rooms.agents).emit('conversation_assigned', { conversationId: conversation.id, assignedTo: conversation.assignedTo });
+    }),
+    deps.events.on('notification.created', ({ notification }) => {
+      nsp(notification.organizationId)?.to(rooms.user(notification.userId)).emit('notification_created', { notification: presentNotification(notification) });
+    }),
+    deps.events.on('presence.changed', ({ organizationId, userId, status }) => {
+      nsp(organizationId)?.to(rooms.agents).emit('user_status_update', { userId, status: status as AgentStatus });
+    }),
+    deps.events.on('session.revoked', ({ sessionIds }) => {
+      // A session's sockets live in the namespace of the organization it was signed into.
+      void deps.models.AuthSession.query()
+        .select('id', 'organizationId')
+        .whereIn('id', sessionIds)
+        .then((sessions) => {
+          for (const s of sessions) if (s.organizationId) nsp(s.organizationId)?.in(rooms.session(s.id)).disconnectSockets(true);
+        })
+        .catch((err) => deps.logger.error({ err }, 'could not disconnect revoked sessions'));
+    }),
+    deps.events.on('membership.changed', ({ organizationId, userId, status, removed }) => {
+      if (userId && (removed || status !== 'accepted')) nsp(organizationId)?.in(rooms.user(userId)).disconnectSockets(true);
+    }),
+    deps.events.on('organization.deleted', ({ organizationId }) => {
+      nsp(organizationId)?.disconnectSockets(true);
+    }),
+  ];
+
+  return {
+    stop() {
+      for (const unsubscribe of off) unsubscribe();
+      for (const timer of emitOnly.values()) clearTimeout(timer);
+    },
+  };
+}

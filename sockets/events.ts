@@ -1,0 +1,64 @@
+// The realtime protocol, declared once: event names and payloads in both directions, for the server and for
+// agent and widget clients (import these types into a socket.io-client `Socket<ServerToClient, ClientToServer>`).
+import type { ConversationView, MessageView } from '../server/presenters/conversation.js';
+import type { NotificationView } from '../server/presenters/notification.js';
+
+export type Ack<T> = { success: true; data: T } | { success: false; error: { code: string; message: string } };
+export type AckFn<T> = (response: Ack<T>) => void;
+
+export type AgentStatus = 'online' | 'away' | 'busy' | 'offline';
+
+export interface SendMessagePayload {
+  conversationId: string;
+  content: string;
+  type?: 'text' | 'image' | 'file';
+  /** Agents only: an internal note that never reaches the visitor. */
+  private?: boolean;
+  clientMessageId?: string;
+}
+
+export interface ConversationRef {
+  conversationId: string;
+}
+
+export interface SyncPayload {
+  conversationId: string;
+  afterSeq: number;
+}
+
+/** Events an agent's client sends. */
+export interface AgentToServerEvents {
+  send_message: (payload: SendMessagePayload, ack: AckFn<{ message: MessageView }>) => void;
+  join_conversation: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
+  leave_conversation: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
+  typing_start: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
+  typing_stop: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
+  update_status: (payload: { status: AgentStatus }, ack: AckFn<{ status: AgentStatus }>) => void;
+  sync: (payload: SyncPayload, ack: AckFn<{ messages: MessageView[]; hasMore: boolean }>) => void;
+}
+
+/** Events a visitor's widget sends. */
+export interface VisitorToServerEvents {
+  send_message: (payload: Omit<SendMessagePayload, 'private'>, ack: AckFn<{ message: MessageView }>) => void;
+  typing_start: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
+  typing_stop: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
+  sync: (payload: SyncPayload, ack: AckFn<{ messages: MessageView[]; hasMore: boolean }>) => void;
+}
+
+export type ClientToServerEvents = AgentToServerEvents & VisitorToServerEvents;
+
+/** Events the server sends; a visitor only ever receives new_message (public), status_updated, agent typing and session_expired. */
+export interface ServerToClientEvents {
+  new_message: (payload: { conversationId: string; message: MessageView }) => void;
+  new_widget_conversation: (payload: { conversation: ConversationView }) => void;
+  conversation_updated: (payload: { conversation: ConversationView }) => void;
+  conversation_assigned: (payload: { conversationId: string; assignedTo: string | null }) => void;
+  status_updated: (payload: { conversationId: string; status: string }) => void;
+  customer_typing: (payload: ConversationRef) => void;
+  customer_stopped_typing: (payload: ConversationRef) => void;
+  agent_typing: (payload: { conversationId: string; agent: { id: string; name: string } }) => void;
+  agent_stopped_typing: (payload: { conversationId: string; agent: { id: string; name: string } }) => void;
+  user_status_update: (payload: { userId: string; status: AgentStatus }) => void;
+  notification_created: (payload: { notification: NotificationView }) => void;
+  session_expired: (payload: Record<string, never>) => void;
+}

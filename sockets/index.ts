@@ -1,0 +1,153 @@
+// Socket.IO on the REST server's port: one namespace per organization, handshake auth, Redis fan-out when configured.
+import type { Server as HttpServer } from 'node:http';
+import { createAdapter } from '@socket.io/redis-adapter';
+import type { Redis } from 'ioredis';
+import jwt from 'jsonwebtoken';
+import { Server, type Namespace, type Socket } from 'socket.io';
+import type { Models } from '../db/index.js';
+import type { ActorResolver, OperatorActor } from '../server/auth/actor.js';
+import type { Config } from '../server/config.js';
+import { AppError } from '../server/errors.js';
+import type { DomainEventBus } from '../server/events.js';
+import type { Logger } from '../server/logger.js';
+import type { Presence } from '../server/presence.js';
+import type { AgentService } from '../server/services/agents.js';
+import type { ConversationService } from '../server/services/conversations.js';
+import type { MessageService } from '../server/services/messages.js';
+import type { VisitorActor, WidgetService } from '../server/services/widget.js';
+import { createBroadcaster } from './broadcast.js';
+import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
+import { attachOperator } from './operator.js';
+import { NAMESPACE, rooms } from './rooms.js';
+import { attachVisitor } from './visitor.js';
+
+export interface SocketData {
+  orgId: string;
+  operator?: OperatorActor;
+  visitor?: VisitorActor;
+}
+
+export type AppSocket = Socket<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>;
+export type OrgNamespace = Namespace<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>;
+
+export interface RealtimeDeps {
+  config: Config;
+  logger: Logger;
+  models: Models;
+  redis: Redis | null;
+  events: DomainEventBus;
+  actors: ActorResolver;
+  presence: Presence;
+  widget: WidgetService;
+  messages: MessageService;
+  conversations: ConversationService;
+  agents: AgentService;
+}
+
+export interface Realtime {
+  io: Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>;
+  close(): Promise<void>;
+}
+
+/** A handshake refusal: the client's connect_error carries `message` unauthorized or forbidden. */
+function refusal(code: 'unauthorized' | 'forbidden'): Error {
+  const err = new Error(code) as Error & { data?: unknown };
+  err.data = { code };
+  return err;
+}
+
+export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
+  const { config, logger } = deps;
+  const io = new Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>(http, {
+    path: '/socket.io',
+    cleanupEmptyChildNamespaces: true,
+    // A message is at most 50,000 characters; anything much larger is not a legitimate event.
+    maxHttpBufferSize: 256 * 1024,
+    // Origins are checked per kind of caller in the handshake below (agents: CORS_ORIGINS; visitors: the widget's list).
+    cors: { origin: true, credentials: false },
+    serveClient: false,
+  });
+
+  let pubClient: Redis | null = null;
+  let subClient: Redis | null = null;
+  if (deps.redis) {
+    pubClient = deps.redis.duplicate();
+    subClient = deps.redis.duplicate();
+    pubClient.on('error', (err) => logger.warn({ err: err.message }, 'socket.io redis publisher error'));
+    subClient.on('error', (err) => logger.warn({ err: err.message }, 'socket.io redis subscriber error'));
+    io.adapter(createAdapter(pubClient, subClient));
+  }
+
+  // Namespaces are made on demand, and only for organizations that exist.
+  const orgs = io.of(async (name, _auth, next) => {
+    const match = NAMESPACE.exec(name);
+    if (!match) return next(null, false);
+    try {
+      next(null, !!(await deps.models.Organization.query().findById(match[1]!).select('id')));
+    } catch (err) {
+      next(err as Error, false);
+    }
+  });
+
+  const corsOrigins = new Set(config.corsOrigins);
+  const operatorOriginAllowed = (origin: string | undefined) => !origin || corsOrigins.size === 0 || corsOrigins.has('*') || corsOrigins.has(origin);
+
+  orgs.use(async (socket, next) => {
+    const orgId = NAMESPACE.exec(socket.nsp.name)![1]!;
+    const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
+    if (typeof token !== 'string' || token.length === 0) return next(refusal('unauthorized'));
+    const claimed = jwt.decode(token, { json: true });
+    const origin = socket.handshake.headers.origin;
+    try {
+      if (claimed?.typ === 'access') {
+        const actor = await deps.actors.fromAccessToken(token);
+        if (actor.orgId !== orgId || !actor.membership || actor.membership.status !== 'accepted') return next(refusal('forbidden'));
+        if (!operatorOriginAllowed(origin)) return next(refusal('forbidden'));
+        socket.data = { orgId, operator: actor };
+        return next();
+      }
+      if (claimed?.typ === 'widget_session') {
+        const visitor = await deps.widget.visitorFromToken(token);
+        if (visitor.orgId !== orgId) return next(refusal('forbidden'));
+        const widget = await deps.models.Widget.query().findById(visitor.widgetId);
+        if (!widget || !deps.widget.originAllowed(widget, origin)) return next(refusal('forbidden'));
+        socket.data = { orgId, visitor };
+        return next();
+      }
+      return next(refusal('unauthorized'));
+    } catch (err) {
+      if (err instanceof AppError && err.status === 401) return next(refusal('unauthorized'));
+      if (err instanceof AppError && err.status === 403) return next(refusal('forbidden'));
+      logger.error({ err }, 'socket handshake failed');
+      return next(refusal('unauthorized'));
+    }
+  });
+
+  orgs.on('connection', (socket: AppSocket) => {
+    const expiresAt = (socket.data.operator?.tokenExpiresAt ?? socket.data.visitor?.tokenExpiresAt ?? 0) * 1000;
+    // The socket lives as long as its token: then session_expired, then disconnect.
+    const expiry = setTimeout(() => {
+      socket.emit('session_expired', {});
+      socket.disconnect(true);
+    }, Math.max(0, expiresAt - Date.now()));
+    socket.on('disconnect', () => clearTimeout(expiry));
+    if (socket.data.operator) attachOperator(socket, deps);
+    else if (socket.data.visitor) attachVisitor(socket, deps);
+  });
+
+  const broadcaster = createBroadcaster(io, orgs, deps);
+
+  return {
+    io,
+    async close() {
+      broadcaster.stop();
+      // Tell every client to go now, then stop the engine; Redis clients close last.
+      io.disconnectSockets(true);
+      for (const nsp of (orgs as unknown as { children: Set<Namespace> }).children) nsp.disconnectSockets(true);
+      await new Promise<void>((resolve) => io.close(() => resolve()));
+      await Promise.all([pubClient?.quit().catch(() => undefined), subClient?.quit().catch(() => undefined)]);
+    },
+  };
+}
+
+export { rooms };

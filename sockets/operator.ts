@@ -1,0 +1,82 @@
+// Agent socket events. The membership is reloaded for privileged events, so a role change or suspension applies at once.
+import type { Membership } from '../db/models/Membership.js';
+import { Forbidden } from '../server/errors.js';
+import { presentMessage } from '../server/presenters/conversation.js';
+import { AgentService } from '../server/services/agents.js';
+import { on } from './ack.js';
+import type { AgentStatus, ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
+import type { AppSocket, RealtimeDeps } from './index.js';
+import { rooms } from './rooms.js';
+import * as schemas from './schemas.js';
+
+export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
+  const actor = socket.data.operator!;
+  const orgId = socket.data.orgId;
+  const log = deps.logger.child({ socket: socket.id, userId: actor.userId, orgId });
+
+  socket.join([rooms.agents, rooms.user(actor.userId), rooms.session(actor.sessionId)]);
+
+  const activeMembership = async (): Promise<Membership> => {
+    const membership = await deps.models.Membership.forOrg(orgId).findOne({ userId: actor.userId });
+    if (!membership || membership.status !== 'accepted') throw new Forbidden('Your membership is not active');
+    return membership;
+  };
+
+  void (async () => {
+    try {
+      if (await deps.presence.connected(orgId, actor.userId)) {
+        const membership = await activeMembership();
+        deps.events.publish('presence.changed', { organizationId: orgId, userId: actor.userId, status: membership.availability });
+      }
+    } catch (err) {
+      log.warn({ err }, 'presence update failed');
+    }
+  })();
+  socket.on('disconnect', () => {
+    void deps.presence
+      .disconnected(orgId, actor.userId)
+      .then((offline) => offline && deps.events.publish('presence.changed', { organizationId: orgId, userId: actor.userId, status: 'offline' }))
+      .catch((err) => log.warn({ err }, 'presence update failed'));
+  });
+
+  on<SendMessagePayload>(socket, log, 'send_message', schemas.agentSendMessage, async (p) => {
+    await activeMembership();
+    const { message } = await deps.messages.send({ type: 'agent', orgId, userId: actor.userId }, p);
+    return { message: presentMessage(message) };
+  });
+
+  on<ConversationRef>(socket, log, 'join_conversation', schemas.conversationRef, async (p) => {
+    await activeMembership();
+    await deps.conversations.agentJoined(orgId, p.conversationId);
+    await socket.join(rooms.conversation(p.conversationId));
+    return {};
+  });
+
+  on<ConversationRef>(socket, log, 'leave_conversation', schemas.conversationRef, async (p) => {
+    await socket.leave(rooms.conversation(p.conversationId));
+    return {};
+  });
+
+  const typing = (event: 'agent_typing' | 'agent_stopped_typing') => async (p: ConversationRef) => {
+    const conversation = await deps.conversations.get(orgId, p.conversationId);
+    if (conversation.visitorSessionId) {
+      socket.nsp.to(rooms.visitor(conversation.visitorSessionId)).emit(event, { conversationId: conversation.id, agent: { id: actor.userId, name: actor.name } });
+    }
+    return {};
+  };
+  on<ConversationRef>(socket, log, 'typing_start', schemas.conversationRef, typing('agent_typing'));
+  on<ConversationRef>(socket, log, 'typing_stop', schemas.conversationRef, typing('agent_stopped_typing'));
+
+  on<{ status: AgentStatus }>(socket, log, 'update_status', schemas.updateStatus, async (p) => {
+    await activeMembership();
+    const status = await deps.agents.setStatus(orgId, actor.userId, p.status);
+    return { status: status ?? AgentService.effectiveStatus(true, p.status) };
+  });
+
+  on<SyncPayload>(socket, log, 'sync', schemas.sync, async (p) => {
+    await activeMembership();
+    await deps.conversations.get(orgId, p.conversationId);
+    const messages = await deps.messages.page(orgId, p.conversationId, { afterSeq: p.afterSeq, limit: schemas.SYNC_LIMIT + 1, publicOnly: false });
+    return { messages: messages.slice(0, schemas.SYNC_LIMIT).map(presentMessage), hasMore: messages.length > schemas.SYNC_LIMIT };
+  });
+}

@@ -1,0 +1,41 @@
+// Payload schemas of client events (ajv), shared by the agent and visitor handlers.
+const uuid = { type: 'string', format: 'uuid' } as const;
+
+export const conversationRef = { type: 'object', additionalProperties: false, required: ['conversationId'], properties: { conversationId: uuid } };
+
+export const agentSendMessage = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['conversationId', 'content'],
+  properties: {
+    conversationId: uuid,
+    content: { type: 'string', minLength: 1, maxLength: 50_000 },
+    type: { type: 'string', enum: ['text', 'image', 'file'] },
+    private: { type: 'boolean' },
+    clientMessageId: { type: 'string', minLength: 1, maxLength: 100 },
+  },
+};
+
+export const visitorSendMessage = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['conversationId', 'content'],
+  properties: {
+    conversationId: uuid,
+    content: { type: 'string', minLength: 1, maxLength: 50_000 },
+    type: { type: 'string', enum: ['text', 'image', 'file'] },
+    clientMessageId: { type: 'string', minLength: 1, maxLength: 100 },
+  },
+};
+
+export const updateStatus = { type: 'object', additionalProperties: false, required: ['status'], properties: { status: { type: 'string', enum: ['online', 'away', 'busy', 'offline'] } } };
+
+export const sync = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['conversationId', 'afterSeq'],
+  properties: { conversationId: uuid, afterSeq: { type: 'integer', minimum: 0 } },
+};
+
+/** How many missed messages one sync answers at most; `hasMore` tells the client to ask again. */
+export const SYNC_LIMIT = 1000;

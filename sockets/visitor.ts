@@ -1,0 +1,34 @@
+// Visitor socket events: a visitor only ever touches their own conversations and only sees public messages.
+import { presentMessage } from '../server/presenters/conversation.js';
+import { on } from './ack.js';
+import type { ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
+import type { AppSocket, RealtimeDeps } from './index.js';
+import { rooms } from './rooms.js';
+import * as schemas from './schemas.js';
+
+export function attachVisitor(socket: AppSocket, deps: RealtimeDeps): void {
+  const visitor = socket.data.visitor!;
+  const orgId = socket.data.orgId;
+  const log = deps.logger.child({ socket: socket.id, visitorSessionId: visitor.sessionId, orgId });
+
+  socket.join(rooms.visitor(visitor.sessionId));
+
+  on<Omit<SendMessagePayload, 'private'>>(socket, log, 'send_message', schemas.visitorSendMessage, async (p) => {
+    const { message } = await deps.messages.send({ type: 'visitor', orgId, sessionId: visitor.sessionId }, p);
+    return { message: presentMessage(message) };
+  });
+
+  const typing = (event: 'customer_typing' | 'customer_stopped_typing') => async (p: ConversationRef) => {
+    const conversation = await deps.widget.visitorConversation(visitor, p.conversationId);
+    socket.nsp.to(rooms.agents).emit(event, { conversationId: conversation.id });
+    return {};
+  };
+  on<ConversationRef>(socket, log, 'typing_start', schemas.conversationRef, typing('customer_typing'));
+  on<ConversationRef>(socket, log, 'typing_stop', schemas.conversationRef, typing('customer_stopped_typing'));
+
+  on<SyncPayload>(socket, log, 'sync', schemas.sync, async (p) => {
+    await deps.widget.visitorConversation(visitor, p.conversationId);
+    const messages = await deps.messages.page(orgId, p.conversationId, { afterSeq: p.afterSeq, limit: schemas.SYNC_LIMIT + 1, publicOnly: true });
+    return { messages: messages.slice(0, schemas.SYNC_LIMIT).map(presentMessage), hasMore: messages.length > schemas.SYNC_LIMIT };
+  });
+}
