@@ -41,7 +41,9 @@ export interface AppServer {
   /** The mounted /api/v1 router and the route definitions behind it (and behind the OpenAPI document). */
   router: Router;
   registry: RouteRegistry;
+  presence: Presence;
   http: HttpServer;
+  realtime: Realtime;
   /** Applies migrations (unless turned off) and starts listening; resolves with the bound port. */
   start(): Promise<number>;
   /** Stops accepting, lets requests finish, then closes mail, Redis and the database. */
@@ -112,6 +114,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     services,
     router,
     registry,
+    presence,
+    realtime,
     http,
     async start() {
       if (config.migrateOnStart) {

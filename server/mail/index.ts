@@ -98,13 +98,17 @@ export class Mailer {
   private async deliverDue(): Promise<void> {
     for (;;) {
       // Lease a batch so several instances never send the same mail twice at the same time.
-      const result = await this.knex.raw(
-        `update outbox_emails set next_attempt_at = now() + interval '${LEASE_SECONDS} seconds', attempts = attempts + 1, updated_at = now()
-         where id in (select id from outbox_emails where status = 'pending' and next_attempt_at <= now()
-                      order by next_attempt_at limit 20 for update skip locked)
-         returning *`,
-      );
-      const rows = (result.rows ?? result) as OutboxEmail[];
+      // Through Objection, so the returned rows are camelCase models (a raw query's rows stay snake_case).
+      const { OutboxEmail } = this.models;
+      const due = OutboxEmail.query().select('id').where('status', 'pending').where('nextAttemptAt', '<=', this.knex.fn.now())
+        .orderBy('nextAttemptAt').limit(20).forUpdate().skipLocked();
+      const rows = (await OutboxEmail.query()
+        .patch({
+          nextAttemptAt: this.knex.raw(`now() + interval '${LEASE_SECONDS} seconds'`),
+          attempts: this.knex.raw('attempts + 1'),
+        } as unknown as Partial<OutboxEmail>)
+        .whereIn('id', due)
+        .returning('*')) as unknown as OutboxEmail[];
       if (rows.length === 0 || this.stopped) return;
       await Promise.all(rows.map((row) => this.deliver(row)));
     }

@@ -136,8 +136,11 @@ export class OrganizationService {
     const now = new Date();
     const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
     const periodEnd = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-    const humanAgents = await this.countSeats(orgId);
-    return { periodStart: periodStart.toISOString(), periodEnd: periodEnd.toISOString(), usage: { humanAgents } };
+    const [humanAgents, conversations] = await Promise.all([
+      this.countSeats(orgId),
+      this.models.Conversation.forOrg(orgId).where('createdAt', '>=', periodStart).where('createdAt', '<', periodEnd).resultSize(),
+    ]);
+    return { periodStart: periodStart.toISOString(), periodEnd: periodEnd.toISOString(), usage: { humanAgents, conversations } };
   }
 
   /** Seats taken: accepted and pending memberships (a pending invitation holds its seat). */
