@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import knexModule, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import objection from 'objection';
+import { AgentRun } from './models/AgentRun.js';
 import { AuthSession } from './models/AuthSession.js';
 import { Contact } from './models/Contact.js';
 import { Conversation } from './models/Conversation.js';
@@ -18,6 +19,7 @@ import { Organization } from './models/Organization.js';
 import { OtpChallenge } from './models/OtpChallenge.js';
 import { OutboxEmail } from './models/OutboxEmail.js';
 import { PasswordReset } from './models/PasswordReset.js';
+import { Template } from './models/Template.js';
 import { User } from './models/User.js';
 
 const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
@@ -25,7 +27,7 @@ const { knexSnakeCaseMappers } = objection;
 
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
-const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification };
+const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun };
 export type Models = typeof MODELS;
 
 export interface DatabaseOptions {

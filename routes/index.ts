@@ -1,6 +1,9 @@
 // Mounts every REST route under /api/v1 and serves the OpenAPI document generated from the same definitions.
 import { Router } from '@koa/router';
 import { agentRoutes } from './agent.js';
+import { aiRoutes } from './ai.js';
+import { observabilityRoutes } from './observability.js';
+import { templateRoutes } from './templates.js';
 import { authRoutes } from './auth.js';
 import { conversationRoutes } from './conversations.js';
 import { healthRoutes } from './health.js';
@@ -25,6 +28,9 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...conversationRoutes(services),
     ...widgetRoutes(services),
     ...notificationRoutes(services),
+    ...templateRoutes(services),
+    ...observabilityRoutes(services),
+    ...aiRoutes(services),
   );
   const router = new Router({ prefix: '/api/v1' });
   registry.mount(router, services);

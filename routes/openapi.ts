@@ -87,7 +87,7 @@ export function buildOpenApi(routes: AnyRoute[], info: { serverUrl: string }) {
       ...(route.auth.kind === 'org' ? { 'x-required-role': route.auth.role } : {}),
       parameters: parametersOf(route),
       ...(hasBody && route.body
-        ? { requestBody: { required: Array.isArray(route.body.required) && route.body.required.length > 0, content: { 'application/json': { schema: route.body } } } }
+        ? { requestBody: { required: Array.isArray(route.body.required) && route.body.required.length > 0, content: { 'application/json': { schema: route.documentedBody ?? route.body } } } }
         : {}),
       responses,
     };

@@ -50,7 +50,7 @@ export function organizationRoutes(s: RouteServices): AnyRoute[] {
     defineRoute({
       method: 'get', path: '/organizations/billing/usage', operationId: 'getUsage', tag, auth: { kind: 'org', role: 'agent', orgFrom: 'token' },
       summary: "The active organization's usage in the current calendar month (UTC)",
-      description: '`usage.humanAgents` counts accepted and pending members (the seats the plan limits); `usage.conversations` the conversations started this month.',
+      description: '`usage.humanAgents` counts accepted and pending members (the seats the plan limits); `usage.conversations` the conversations started this month; `usage.aiCalls` the AI calls ingested for this month.',
       response: {
         status: 200, description: 'Usage',
         data: object({ periodStart: { type: 'string', format: 'date-time' }, periodEnd: { type: 'string', format: 'date-time' }, usage: { type: 'object', additionalProperties: { type: 'integer' } } }),

@@ -15,6 +15,9 @@ import type { MessageService } from '../server/services/messages.js';
 import type { NotificationService } from '../server/services/notifications.js';
 import type { RoutingService } from '../server/services/routing.js';
 import type { WidgetService } from '../server/services/widget.js';
+import type { AiService } from '../server/services/ai.js';
+import type { ObservabilityService } from '../server/services/observability.js';
+import type { TemplateService } from '../server/services/templates.js';
 
 export interface RouteServices {
   config: Config;
@@ -30,6 +33,9 @@ export interface RouteServices {
   widget: WidgetService;
   notifications: NotificationService;
   agents: AgentService;
+  templates: TemplateService;
+  observability: ObservabilityService;
+  ai: AiService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */
   bearerToken(ctx: Context): string | null;
   /** Constant-time check of x-ai-tool-secret; 503 when no secret is configured (fail closed). */

@@ -26,6 +26,7 @@ export interface Config {
   logLevel: string;
   migrateOnStart: boolean;
   allowQueryToken: boolean;
+  observabilityRetentionDays: number;
   storage: {
     driver: StorageDriver;
     s3: { endpoint: string | null; region: string; bucket: string | null; accessKeyId: string | null; secretAccessKey: string | null; forcePathStyle: boolean };
@@ -163,6 +164,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     migrateOnStart: bool('MIGRATE_ON_START', true),
     allowQueryToken: bool('ALLOW_QUERY_TOKEN', false),
+    observabilityRetentionDays: int('OBSERVABILITY_RETENTION_DAYS', 90, 1, 3650),
     storage: { driver, s3 },
   };
 
@@ -180,8 +182,14 @@ export function loadConfig(env: Env = process.env): Config {
 function loadGeneratedSecrets(dataDir: string): Config['secrets'] {
   const file = path.join(dataDir, 'secrets.json');
   if (existsSync(file)) {
-    const stored = JSON.parse(readFileSync(file, 'utf8')) as Config['secrets'];
-    if (stored.access && stored.refresh && stored.widget) return stored;
+    let stored: Partial<Config['secrets']> | null;
+    try {
+      stored = JSON.parse(readFileSync(file, 'utf8')) as Partial<Config['secrets']> | null;
+    } catch {
+      // Never overwrite it silently: every token and stored one-time code hash depends on these secrets.
+      throw new ConfigError([`${file} is not valid JSON; repair it, or delete it to generate new secrets (signing everyone out)`]);
+    }
+    if (stored?.access && stored.refresh && stored.widget) return stored as Config['secrets'];
   }
   mkdirSync(dataDir, { recursive: true });
   const fresh = {

@@ -16,6 +16,8 @@ export interface DomainEvents {
   /** Status, assignee, priority or contact changed. */
   'conversation.updated': { conversation: Conversation };
   'conversation.assigned': { conversation: Conversation };
+  /** The AI handed the conversation to humans. */
+  'conversation.escalated': { conversation: Conversation; reason: string | null };
   'message.created': { conversation: Conversation; message: Message };
   'notification.created': { notification: Notification };
   /** An agent's effective status changed (first socket, last socket, or an explicit choice). */

@@ -28,6 +28,9 @@ import { MessageService } from './services/messages.js';
 import { NotificationService } from './services/notifications.js';
 import { RoutingService } from './services/routing.js';
 import { WidgetService } from './services/widget.js';
+import { AiService } from './services/ai.js';
+import { ObservabilityService } from './services/observability.js';
+import { TemplateService } from './services/templates.js';
 import { MemoryPresence, RedisPresence, type Presence } from './presence.js';
 import { createRealtime, type Realtime } from '../sockets/index.js';
 
@@ -76,6 +79,9 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   messages.onConversationStarted = (conversation) =>
     widget.afterConversationStarted(conversation).catch((err) => logger.error({ err, conversationId: conversation.id }, 'routing a new conversation failed'));
   const actors = new ActorResolver(db.knex, tokens);
+  const templates = new TemplateService({ models: db.models });
+  const observability = new ObservabilityService({ knex: db.knex });
+  const ai = new AiService({ models: db.models, knex: db.knex, events, conversations, messages, routing, notifications });
 
   const services: RouteServices = {
     config,
@@ -91,6 +97,9 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     widget,
     notifications,
     agents,
+    templates,
+    observability,
+    ai,
     bearerToken: bearerTokenReader(config.allowQueryToken),
     checkAiSecret: aiSecretChecker(config.aiToolSecret),
     ready: async () => {
@@ -103,6 +112,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const http = createHttpServer(app.callback());
   // Idle keep-alive sockets must not hold a graceful stop open.
   http.keepAliveTimeout = 5_000;
+  let retention: NodeJS.Timeout | null = null;
   const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, actors, presence, widget, messages, conversations, agents });
 
   return {
@@ -123,6 +133,15 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
         if (applied.length) logger.info({ applied }, 'migrations applied');
       }
       mailer.start();
+      // Old AI-call events are pruned at start and then hourly, on every instance (the delete is idempotent).
+      const prune = () =>
+        observability
+          .prune(config.observabilityRetentionDays)
+          .then((n) => n && logger.info({ removed: n }, 'pruned old AI call events'))
+          .catch((err) => logger.warn({ err }, 'pruning AI call events failed'));
+      void prune();
+      retention = setInterval(prune, 3_600_000);
+      retention.unref();
       await new Promise<void>((resolve, reject) => {
         http.once('error', reject);
         http.listen(config.port, config.host, () => resolve());
@@ -132,6 +151,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
       return port;
     },
     async stop() {
+      if (retention) clearInterval(retention);
       // Socket.IO closes the HTTP server too: no new connections, sockets told to go, running requests finish.
       const closing = realtime.close();
       http.closeIdleConnections();

@@ -56,6 +56,9 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
     deps.events.on('conversation.assigned', ({ conversation }) => {
       nsp(conversation.organizationId)?.to(rooms.agents).emit('conversation_assigned', { conversationId: conversation.id, assignedTo: conversation.assignedTo });
     }),
+    deps.events.on('conversation.escalated', ({ conversation, reason }) => {
+      nsp(conversation.organizationId)?.to(rooms.agents).emit('conversation_escalated', { conversation: presentConversation(conversation), reason });
+    }),
     deps.events.on('notification.created', ({ notification }) => {
       nsp(notification.organizationId)?.to(rooms.user(notification.userId)).emit('notification_created', { notification: presentNotification(notification) });
     }),

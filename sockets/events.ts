@@ -53,6 +53,7 @@ export interface ServerToClientEvents {
   new_widget_conversation: (payload: { conversation: ConversationView }) => void;
   conversation_updated: (payload: { conversation: ConversationView }) => void;
   conversation_assigned: (payload: { conversationId: string; assignedTo: string | null }) => void;
+  conversation_escalated: (payload: { conversation: ConversationView; reason: string | null }) => void;
   status_updated: (payload: { conversationId: string; status: string }) => void;
   customer_typing: (payload: ConversationRef) => void;
   customer_stopped_typing: (payload: ConversationRef) => void;

@@ -136,11 +136,12 @@ export class OrganizationService {
     const now = new Date();
     const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
     const periodEnd = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-    const [humanAgents, conversations] = await Promise.all([
+    const [humanAgents, conversations, aiCalls] = await Promise.all([
       this.countSeats(orgId),
       this.models.Conversation.forOrg(orgId).where('createdAt', '>=', periodStart).where('createdAt', '<', periodEnd).resultSize(),
+      this.deps.knex('ai_call_events').where('organization_id', orgId).andWhere('occurred_at', '>=', periodStart).andWhere('occurred_at', '<', periodEnd).count('* as count').first(),
     ]);
-    return { periodStart: periodStart.toISOString(), periodEnd: periodEnd.toISOString(), usage: { humanAgents, conversations } };
+    return { periodStart: periodStart.toISOString(), periodEnd: periodEnd.toISOString(), usage: { humanAgents, conversations, aiCalls: Number(aiCalls?.count ?? 0) } };
   }
 
   /** Seats taken: accepted and pending memberships (a pending invitation holds its seat). */
