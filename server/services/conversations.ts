@@ -1,5 +1,6 @@
 // The agents' inbox: listing, reading, status transitions, read marks, recently viewed and contact links.
 import type { Knex } from 'knex';
+import { containsPattern } from '../../db/search.js';
 import type { Models } from '../../db/index.js';
 import type { Contact } from '../../db/models/Contact.js';
 import type { Conversation, ConversationStatus } from '../../db/models/Conversation.js';
@@ -47,7 +48,7 @@ export class ConversationService {
     if (f.assignedToMe) base.where('conversations.assignedTo', userId);
     if (f.unassigned) base.whereNull('conversations.assignedTo');
     if (f.q) {
-      const like = `%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      const like = containsPattern(f.q);
       base.where((w) =>
         w
           .whereILike('conversations.subject', like)

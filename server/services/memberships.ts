@@ -1,5 +1,6 @@
 // Members of an organization: invitations, roles, suspension and removal, with the guard rules in one place.
 import type { Knex } from 'knex';
+import { containsPattern } from '../../db/search.js';
 import type { Models } from '../../db/index.js';
 import { ROLE_RANK, type Membership, type MembershipStatus, type Role } from '../../db/models/Membership.js';
 import type { Organization } from '../../db/models/Organization.js';
@@ -59,7 +60,7 @@ export class MembershipService {
     if (query.role) base.where('memberships.role', query.role);
     if (query.status) base.where('memberships.status', query.status);
     if (query.q) {
-      const like = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      const like = containsPattern(query.q);
       base.where((w) => w.whereILike('u.name', like).orWhereILike('u.email', like).orWhereILike('memberships.email', like).orWhereILike('memberships.name', like));
     }
     const [countRow, members] = await Promise.all([

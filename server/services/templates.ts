@@ -1,5 +1,6 @@
 // Saved response templates of an organization; the shortcut is unique per organization.
 import type { Models } from '../../db/index.js';
+import { containsPattern } from '../../db/search.js';
 import type { Template } from '../../db/models/Template.js';
 import { Conflict, NotFound } from '../errors.js';
 import dbErrors from 'db-errors';
@@ -22,7 +23,7 @@ export class TemplateService {
     const base = this.models.Template.forOrg(orgId);
     if (opts.category) base.where('category', opts.category);
     if (opts.q) {
-      const like = `%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      const like = containsPattern(opts.q);
       base.where((w) => w.whereILike('title', like).orWhereILike('shortcut', like));
     }
     const [total, templates] = await Promise.all([base.clone().resultSize(), base.clone().orderBy('title', 'asc').orderBy('id').limit(opts.limit).offset(opts.offset)]);
