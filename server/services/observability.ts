@@ -140,7 +140,8 @@ export class ObservabilityService {
 
   /** Deletes events older than the retention period; returns how many. */
   async prune(retentionDays: number): Promise<number> {
-    return this.deps.knex('ai_call_events').where('occurred_at', '<', new Date(Date.now() - retentionDays * 86_400_000)).delete();
+    const removed = await this.deps.knex('ai_call_events').where('occurred_at', '<', new Date(Date.now() - retentionDays * 86_400_000)).delete().returning('id');
+    return removed.length;
   }
 }
 
