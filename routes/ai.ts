@@ -75,7 +75,7 @@ export function aiRoutes(s: RouteServices): AnyRoute[] {
     }),
     defineRoute<Org & { reason?: string }, Record<string, never>, Id>({
       method: 'post', path: '/conversations/ai/:id/escalate', operationId: 'aiEscalate', tag, auth: ai,
-      summary: 'Hand the conversation to humans: escalatedAt, status open, routed to an online agent or left unassigned',
+      summary: 'Hand the conversation to humans: escalatedAt, status open, routed to an online agent when auto-assignment is on, else left unassigned',
       description: 'Agents receive conversation_escalated and conversation_updated; the assignee (or, when unassigned, every agent) is notified.',
       params: params('id'), body: object({ organizationId: uuid, reason: { type: 'string', minLength: 1, maxLength: 1000 } }, ['organizationId']),
       response: { status: 200, description: 'Escalated', data: ConversationView },

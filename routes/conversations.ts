@@ -66,10 +66,11 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
     defineRoute<{ content: string; type?: MessageType; private?: boolean; clientMessageId?: string }, Record<string, never>, Id>({
       method: 'post', path: '/conversations/:conversationId/messages', operationId: 'replyToConversation', tag, auth,
       summary: 'Reply as an agent (or write an internal note with `private: true`)',
-      description: 'A repeated `clientMessageId` answers 200 with the first message and announces nothing again. A closed conversation answers 400 invalid_transition.',
+      description: 'A repeated `clientMessageId` answers 200 with the first message and announces nothing again; one already used by another sender in this conversation answers 409. A closed conversation answers 400 invalid_transition.',
       params: params('conversationId'),
       body: object({ content, type: { type: 'string', enum: ['text', 'image', 'file'] }, private: { type: 'boolean' }, clientMessageId }, ['content']),
       response: { status: 201, description: 'Stored and announced', data: MessageView },
+      errors: [409],
       handler: async ({ params, body, orgId, actor }) => {
         const { message, duplicate } = await s.messages.send({ type: 'agent', orgId: orgId!, userId: actor!.userId }, { ...body, conversationId: params.conversationId });
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Message sent', data: presentMessage(message) };

@@ -65,11 +65,12 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
     defineRoute<{ message: string; source?: string; clientMessageId?: string }>({
       method: 'post', path: '/widget/conversations', operationId: 'startWidgetConversation', tag, auth: { kind: 'widget' },
       summary: 'Start a conversation with a first message',
+      description: 'A repeated `clientMessageId` answers 200 with the conversation it already started and announces nothing again.',
       body: object({ message: content, source, clientMessageId }, ['message']),
       response: { status: 201, description: 'The conversation and its first message', data: object({ conversation: VisitorConversationView, message: MessageView }) },
       handler: async ({ visitor, body }) => {
-        const { conversation, message } = await s.widget.startConversation(visitor!, body);
-        return { message: 'Conversation started', data: { conversation: presentVisitorConversation(conversation), message: presentMessage(message) } };
+        const { conversation, message, duplicate } = await s.widget.startConversation(visitor!, body);
+        return { status: duplicate ? 200 : 201, message: duplicate ? 'Already started' : 'Conversation started', data: { conversation: presentVisitorConversation(conversation), message: presentMessage(message) } };
       },
     }),
     defineRoute({
@@ -89,9 +90,11 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
     defineRoute<{ content: string; clientMessageId?: string }, Record<string, never>, { id: string }>({
       method: 'post', path: '/widget/conversations/:id/messages', operationId: 'sendWidgetMessage', tag, auth: { kind: 'widget' },
       summary: 'Write in one of the visitor\'s conversations (a resolved one reopens; a closed one starts a new conversation)',
+      description: 'A repeated `clientMessageId` answers 200 with the first message; one already used by another sender in this conversation answers 409.',
       params: params('id'),
       body: object({ content, clientMessageId }, ['content']),
       response: { status: 201, description: 'Stored and announced', data: MessageView },
+      errors: [409],
       handler: async ({ visitor, params, body }) => {
         const { message, duplicate } = await s.messages.send({ type: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId }, { ...body, conversationId: params.id });
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Message sent', data: presentMessage(message) };

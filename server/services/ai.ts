@@ -77,13 +77,14 @@ export class AiService {
   }
 
   async resolve(orgId: string, conversationId: string, summary?: string): Promise<Conversation> {
-    if (summary) await this.deps.messages.send({ type: 'system', orgId }, { conversationId, content: summary, type: 'system', metadata: { kind: 'ai_resolution_summary' } });
+    if (summary) await this.deps.messages.send({ type: 'system', orgId }, { conversationId, content: summary, type: 'system', private: true, metadata: { kind: 'ai_resolution_summary' } });
     return this.deps.conversations.changeStatus(orgId, conversationId, 'resolved');
   }
 
   /**
    * The bot-to-human handoff: marks the conversation escalated and open, gives it to the least busy online agent
-   * (or leaves it for anyone when nobody is online), announces it and notifies agents.
+   * when the organization turned auto-assignment on (else, or when nobody is available, leaves it for anyone),
+   * announces it and notifies agents.
    */
   async escalate(orgId: string, conversationId: string, reason: string | null): Promise<Conversation> {
     const escalated = await this.deps.knex.transaction(async (trx) => {
@@ -92,11 +93,7 @@ export class AiService {
       if (current.status === 'closed') throw new InvalidTransition('A closed conversation cannot be escalated');
       return this.models.Conversation.query(trx).patchAndFetchById(current.id, { escalatedAt: new Date(), status: 'open', resolvedAt: null });
     });
-    let conversation = escalated;
-    if (!conversation.assignedTo) {
-      const agentId = await this.deps.routing.pickAgent(orgId);
-      if (agentId) conversation = await this.deps.routing.assign(orgId, conversationId, agentId, { reason: 'escalation' });
-    }
+    const conversation = escalated.assignedTo ? escalated : await this.deps.routing.autoAssign(escalated, 'escalation');
     this.deps.events.publish('conversation.escalated', { conversation, reason });
     this.deps.events.publish('conversation.updated', { conversation });
     const note: NewNotification = { type: 'conversation_escalated', title: 'A conversation needs a human', body: reason, data: { conversationId, reason } };

@@ -4,7 +4,7 @@ import type { Models } from '../../db/index.js';
 import type { Conversation } from '../../db/models/Conversation.js';
 import type { Message, MessageType, SenderType } from '../../db/models/Message.js';
 import type { DomainEventBus } from '../events.js';
-import { InvalidTransition, NotFound, ValidationFailed } from '../errors.js';
+import { Conflict, InvalidTransition, NotFound, ValidationFailed } from '../errors.js';
 
 export type Sender =
   | { type: 'agent'; orgId: string; userId: string }
@@ -34,6 +34,9 @@ export interface SendResult {
 
 export const MAX_CONTENT_LENGTH = 50_000;
 
+/** The id stored as a message's senderId: the agent's user, the visitor's session, none for ai and system. */
+const senderIdOf = (sender: Sender): string | null => (sender.type === 'agent' ? sender.userId : sender.type === 'visitor' ? sender.sessionId : null);
+
 export class MessageService {
   /** Called after commit when a send started a new conversation (routing, notifications). */
   onConversationStarted: (conversation: Conversation) => Promise<void> = async () => undefined;
@@ -45,7 +48,8 @@ export class MessageService {
   }
 
   async send(sender: Sender, input: SendInput): Promise<SendResult> {
-    if (input.private && sender.type !== 'agent') throw new ValidationFailed('Only agents write internal notes', [{ field: 'private', message: 'is for agents only' }]);
+    // Internal notes come from agents, or from the platform itself (the AI's resolution summary).
+    if (input.private && sender.type !== 'agent' && sender.type !== 'system') throw new ValidationFailed('Only agents write internal notes', [{ field: 'private', message: 'is for agents only' }]);
     if (input.content.length === 0 || input.content.length > MAX_CONTENT_LENGTH) {
       throw new ValidationFailed(`content must be 1..${MAX_CONTENT_LENGTH} characters`, [{ field: 'content', message: 'has the wrong length' }]);
     }
@@ -55,10 +59,17 @@ export class MessageService {
       if (!conversation || (sender.type === 'visitor' && conversation.visitorSessionId !== sender.sessionId)) throw new NotFound('Conversation');
       if (input.clientMessageId) {
         const existing = await this.models.Message.query(trx).findOne({ conversationId: conversation.id, clientMessageId: input.clientMessageId });
-        if (existing) return { message: existing, conversation, duplicate: true, started: false, reopened: false };
+        if (existing) {
+          // Only the sender's own retry gets the stored message back: anyone else would read a message (perhaps an internal note) by guessing its id.
+          if (existing.senderType !== sender.type || (existing.senderId ?? null) !== senderIdOf(sender)) throw new Conflict('This clientMessageId is already used by another message');
+          return { message: existing, conversation, duplicate: true, started: false, reopened: false };
+        }
       }
       if (conversation.status === 'closed') {
         if (sender.type !== 'visitor') throw new InvalidTransition('This conversation is closed');
+        // A retry of the send that already started the follow-up conversation gets that message back, not a third conversation.
+        const retried = input.clientMessageId ? await this.followUpMessage(trx, conversation, sender.sessionId, input.clientMessageId) : null;
+        if (retried) return { ...retried, duplicate: true, started: false, reopened: false };
         const fresh = await this.models.Conversation.query(trx).insertAndFetch({
           organizationId: conversation.organizationId,
           status: 'open',
@@ -89,6 +100,22 @@ export class MessageService {
     if (result.started) void this.onConversationStarted(result.conversation);
   }
 
+  /** The visitor's message with this clientMessageId in a conversation the session started after `closed` was closed. */
+  private async followUpMessage(trx: Knex.Transaction, closed: Conversation, sessionId: string, clientMessageId: string): Promise<{ message: Message; conversation: Conversation } | null> {
+    const later = this.models.Conversation.forOrg(closed.organizationId, trx)
+      .where('visitorSessionId', sessionId)
+      .where('createdAt', '>=', closed.closedAt ?? closed.createdAt)
+      .select('id');
+    const message = await this.models.Message.forOrg(closed.organizationId, trx)
+      .where({ clientMessageId, senderType: 'visitor', senderId: sessionId })
+      .whereIn('conversationId', later)
+      .orderBy('createdAt', 'asc')
+      .first();
+    if (!message) return null;
+    const conversation = await this.models.Conversation.forOrg(closed.organizationId, trx).findById(message.conversationId);
+    return conversation ? { message, conversation } : null;
+  }
+
   /**
    * Appends a message to a conversation locked by the caller's transaction: next seq, counters,
    * first reply and reopening a resolved conversation when the visitor writes again.
@@ -115,7 +142,7 @@ export class MessageService {
       conversationId: conversation.id,
       seq,
       senderType: sender.type as SenderType,
-      senderId: sender.type === 'agent' ? sender.userId : sender.type === 'visitor' ? sender.sessionId : null,
+      senderId: senderIdOf(sender),
       content: input.content,
       type: input.type ?? 'text',
       private: !!input.private,

@@ -5,7 +5,9 @@ import type { Knex } from 'knex';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const ajv = addFormats(new Ajv({ allErrors: false, strict: true }));
-const count = { type: 'integer', minimum: 0, maximum: 2_000_000_000 } as const;
+// The columns are 32-bit integers: input + output (the default total) must fit too.
+const count = { type: 'integer', minimum: 0, maximum: 1_000_000_000 } as const;
+const total = { type: 'integer', minimum: 0, maximum: 2_000_000_000 } as const;
 
 /** One AI call event: the spec's fields plus `callType`. */
 export const aiCallEventSchema = {
@@ -20,7 +22,7 @@ export const aiCallEventSchema = {
     success: { type: 'boolean' },
     inputTokens: count,
     outputTokens: count,
-    totalTokens: count,
+    totalTokens: total,
     estimatedCostUsd: { type: 'number', minimum: 0, maximum: 1_000_000 },
     error: { type: ['string', 'null'], maxLength: 5000 },
     organizationId: { type: 'string', format: 'uuid' },

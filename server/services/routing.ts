@@ -20,10 +20,10 @@ export class RoutingService {
    * The online agent (holding a socket and available) with the fewest open conversations below their
    * maxOpenConversations; ties go to whoever was assigned least recently (round-robin).
    */
-  async pickAgent(orgId: string): Promise<string | null> {
+  async pickAgent(orgId: string, trx?: Knex.Transaction): Promise<string | null> {
     const online = await this.deps.presence.onlineUsers(orgId);
     if (online.length === 0) return null;
-    const candidates = await this.models.Membership.forOrg(orgId)
+    const candidates = await this.models.Membership.forOrg(orgId, trx)
       .select('memberships.user_id', 'memberships.max_open_conversations', 'memberships.last_assigned_at')
       .select(
         this.deps.knex.raw(
@@ -38,13 +38,30 @@ export class RoutingService {
     return eligible[0]?.userId ?? null;
   }
 
-  /** Runs after a new conversation commits, when the organization turned auto-assignment on. */
-  async autoAssign(conversation: Conversation): Promise<Conversation> {
+  /** Runs after a new conversation commits (and on escalation), when the organization turned auto-assignment on. */
+  async autoAssign(conversation: Conversation, reason = 'auto'): Promise<Conversation> {
     const org = await this.models.Organization.query().findById(conversation.organizationId);
     if (!org || org.settings?.autoAssignment !== true) return conversation;
-    const agentId = await this.pickAgent(conversation.organizationId);
-    if (!agentId) return conversation;
-    return this.assign(conversation.organizationId, conversation.id, agentId, { reason: 'auto' });
+    return this.assignLeastBusy(conversation.organizationId, conversation.id, reason);
+  }
+
+  /**
+   * Gives a still unassigned, not closed conversation to the agent pickAgent chooses. Picks of one organization
+   * run one at a time (a transaction-scoped advisory lock), so concurrent new conversations see each other's
+   * assignments instead of all going to the same least busy agent.
+   */
+  async assignLeastBusy(orgId: string, conversationId: string, reason: string): Promise<Conversation> {
+    const { conversation, changed } = await this.deps.knex.transaction(async (trx) => {
+      await trx.raw('select pg_advisory_xact_lock(hashtext(?), hashtext(?))', ['auto-assign', orgId]);
+      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
+      if (!current) throw new NotFound('Conversation');
+      if (current.assignedTo || current.status === 'closed') return { conversation: current, changed: false };
+      const agentId = await this.pickAgent(orgId, trx);
+      if (!agentId) return { conversation: current, changed: false };
+      return { conversation: await this.applyAssignment(trx, orgId, current, agentId), changed: true };
+    });
+    if (changed) await this.announce(orgId, conversation, { reason });
+    return conversation;
   }
 
   /** Assigns (or with null unassigns) a conversation; the assignee must be an accepted member. */
@@ -57,11 +74,22 @@ export class RoutingService {
       const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
       if (!current) throw new NotFound('Conversation');
       if (current.assignedTo === agentId) return { conversation: current, changed: false };
-      const conversation = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { assignedTo: agentId });
-      if (agentId) await this.models.Membership.forOrg(orgId, trx).where({ userId: agentId }).patch({ lastAssignedAt: new Date() });
-      return { conversation, changed: true };
+      return { conversation: await this.applyAssignment(trx, orgId, current, agentId), changed: true };
     });
-    if (!changed) return conversation;
+    if (changed) await this.announce(orgId, conversation, opts);
+    return conversation;
+  }
+
+  /** Writes the assignee of a conversation locked by the caller's transaction and stamps the round-robin clock. */
+  private async applyAssignment(trx: Knex.Transaction, orgId: string, current: Conversation, agentId: string | null): Promise<Conversation> {
+    const conversation = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { assignedTo: agentId });
+    if (agentId) await this.models.Membership.forOrg(orgId, trx).where({ userId: agentId }).patch({ lastAssignedAt: new Date() });
+    return conversation;
+  }
+
+  /** After commit: tells the agents and notifies the new assignee (unless they assigned it themselves). */
+  private async announce(orgId: string, conversation: Conversation, opts: { reason?: string | null; byUserId?: string }): Promise<void> {
+    const agentId = conversation.assignedTo;
     this.deps.events.publish('conversation.assigned', { conversation });
     this.deps.events.publish('conversation.updated', { conversation });
     if (agentId && agentId !== opts.byUserId) {
@@ -72,6 +100,5 @@ export class RoutingService {
         data: { conversationId: conversation.id, reason: opts.reason ?? null },
       });
     }
-    return conversation;
   }
 }

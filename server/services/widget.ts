@@ -115,9 +115,22 @@ export class WidgetService {
     return { kind: 'visitor', orgId: claims.orgId, widgetId: claims.widgetId, sessionId: session.id, name: session.name, email: session.email, tokenExpiresAt: claims.exp };
   }
 
-  /** A visitor's first message opens a conversation; routing and notifications follow the commit. */
+  /**
+   * A visitor's first message opens a conversation; routing and notifications follow the commit. A retry with the
+   * same clientMessageId gets the conversation it already started (duplicate), not a second one.
+   */
   async startConversation(visitor: VisitorActor, input: { message: string; source?: string; clientMessageId?: string }): Promise<SendResult> {
-    const result = await this.deps.knex.transaction(async (trx) => {
+    const result = await this.deps.knex.transaction(async (trx): Promise<SendResult> => {
+      if (input.clientMessageId) {
+        // The session row lock serializes a visitor's concurrent starts, so a retry always sees the first one.
+        await this.models.VisitorSession.forOrg(visitor.orgId, trx).findById(visitor.sessionId).forUpdate();
+        const own = this.models.Conversation.forOrg(visitor.orgId, trx).where('visitorSessionId', visitor.sessionId).select('id');
+        const first = await this.models.Message.forOrg(visitor.orgId, trx)
+          .whereIn('conversationId', own)
+          .findOne({ senderType: 'visitor', senderId: visitor.sessionId, clientMessageId: input.clientMessageId, seq: 1 });
+        const started = first && (await this.models.Conversation.query(trx).findById(first.conversationId));
+        if (first && started) return { message: first, conversation: started, duplicate: true, started: false, reopened: false };
+      }
       const conversation = await this.models.Conversation.query(trx).insertAndFetch({
         organizationId: visitor.orgId,
         status: 'open',
@@ -132,7 +145,7 @@ export class WidgetService {
       const appended = await this.deps.messages.append(trx, conversation, { type: 'visitor', orgId: visitor.orgId, sessionId: visitor.sessionId }, { conversationId: conversation.id, content: input.message, clientMessageId: input.clientMessageId });
       return { message: appended.message, conversation: appended.conversation, duplicate: false, started: true, reopened: false };
     });
-    this.deps.messages.announce(result);
+    if (!result.duplicate) this.deps.messages.announce(result);
     return result;
   }
 
