@@ -49,6 +49,20 @@ export interface Realtime {
   close(): Promise<void>;
 }
 
+/** Node's timers fire at once past this delay (about 24.8 days), so longer waits are made of several. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Runs `fn` at the epoch time `when` (milliseconds), however far away; `cancel` stops it. */
+function runAt(when: number, fn: () => void): { cancel(): void } {
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const left = when - Date.now();
+    timer = left > MAX_TIMER_MS ? setTimeout(arm, MAX_TIMER_MS) : setTimeout(fn, Math.max(0, left));
+  };
+  arm();
+  return { cancel: () => clearTimeout(timer) };
+}
+
 /** A handshake refusal: the client's connect_error carries `message` unauthorized or forbidden. */
 function refusal(code: 'unauthorized' | 'forbidden'): Error {
   const err = new Error(code) as Error & { data?: unknown };
@@ -126,11 +140,11 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
   orgs.on('connection', (socket: AppSocket) => {
     const expiresAt = (socket.data.operator?.tokenExpiresAt ?? socket.data.visitor?.tokenExpiresAt ?? 0) * 1000;
     // The socket lives as long as its token: then session_expired, then disconnect.
-    const expiry = setTimeout(() => {
+    const expiry = runAt(expiresAt, () => {
       socket.emit('session_expired', {});
       socket.disconnect(true);
-    }, Math.max(0, expiresAt - Date.now()));
-    socket.on('disconnect', () => clearTimeout(expiry));
+    });
+    socket.on('disconnect', () => expiry.cancel());
     if (socket.data.operator) attachOperator(socket, deps);
     else if (socket.data.visitor) attachVisitor(socket, deps);
   });
