@@ -14,7 +14,7 @@ export interface DomainEvents {
   /** A visitor started a conversation (its first message is announced by message.created). */
   'conversation.created': { conversation: Conversation };
   /** Status, assignee, priority or contact changed. */
-  'conversation.updated': { conversation: Conversation };
+  'conversation.updated': { conversation: Conversation; statusChanged?: boolean };
   'conversation.assigned': { conversation: Conversation };
   /** The AI handed the conversation to humans. */
   'conversation.escalated': { conversation: Conversation; reason: string | null };

@@ -47,11 +47,12 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
     deps.events.on('conversation.created', ({ conversation }) => {
       nsp(conversation.organizationId)?.to(rooms.agents).emit('new_widget_conversation', { conversation: presentConversation(conversation) });
     }),
-    deps.events.on('conversation.updated', ({ conversation }) => {
+    deps.events.on('conversation.updated', ({ conversation, statusChanged }) => {
       const target = nsp(conversation.organizationId);
       if (!target) return;
       target.to(rooms.agents).emit('conversation_updated', { conversation: presentConversation(conversation) });
-      if (conversation.visitorSessionId) target.to(rooms.visitor(conversation.visitorSessionId)).emit('status_updated', { conversationId: conversation.id, status: conversation.status });
+      // The visitor hears of status changes only; assignment and contact changes are agents' business.
+      if (statusChanged && conversation.visitorSessionId) target.to(rooms.visitor(conversation.visitorSessionId)).emit('status_updated', { conversationId: conversation.id, status: conversation.status });
     }),
     deps.events.on('conversation.assigned', ({ conversation }) => {
       nsp(conversation.organizationId)?.to(rooms.agents).emit('conversation_assigned', { conversationId: conversation.id, assignedTo: conversation.assignedTo });

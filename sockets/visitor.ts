@@ -1,4 +1,5 @@
 // Visitor socket events: a visitor only ever touches their own conversations and only sees public messages.
+import { Forbidden } from '../server/errors.js';
 import { presentMessage } from '../server/presenters/conversation.js';
 import { on } from './ack.js';
 import type { ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
@@ -25,6 +26,13 @@ export function attachVisitor(socket: AppSocket, deps: RealtimeDeps): void {
   };
   on<ConversationRef>(socket, log, 'typing_start', schemas.conversationRef, typing('customer_typing'));
   on<ConversationRef>(socket, log, 'typing_stop', schemas.conversationRef, typing('customer_stopped_typing'));
+
+  // Agent-only events answer forbidden instead of leaving the client waiting for an ack that never comes.
+  for (const event of ['join_conversation', 'leave_conversation', 'update_status']) {
+    on(socket, log, event, {}, async () => {
+      throw new Forbidden('Visitors cannot do this');
+    });
+  }
 
   on<SyncPayload>(socket, log, 'sync', schemas.sync, async (p) => {
     await deps.widget.visitorConversation(visitor, p.conversationId);

@@ -69,6 +69,22 @@ describe('socket broadcasts', () => {
     expect(visitorHeard).to.deep.equal([]);
   });
 
+  it('keeps assignment and contact changes from the visitor: conversation_updated to agents only', async () => {
+    const { baseUrl, owner, agentSocket } = await org();
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor);
+    const visitorSocket = track(await connectOk(baseUrl, owner.orgId, visitor.token));
+    const visitorHeard = collect(visitorSocket, 'status_updated');
+    const assigned = nextEvent(agentSocket, 'conversation_updated', (p) => p.conversation.id === conversationId && p.conversation.assignedTo === owner.userId);
+    expect((await owner.api.post(`/conversations/${conversationId}/route`, { agentId: owner.userId }, { token: owner.accessToken })).status).to.equal(200);
+    await assigned;
+    const linked = nextEvent(agentSocket, 'conversation_updated', (p) => p.conversation.id === conversationId && p.conversation.contactId !== null);
+    expect((await owner.api.post(`/conversations/${conversationId}/contact`, { email: 'someone@example.test' }, { token: owner.accessToken })).status).to.equal(200);
+    await linked;
+    await settle();
+    expect(visitorHeard).to.deep.equal([]);
+  });
+
   it("status_updated reaches only that conversation's visitor", async () => {
     const { baseUrl, owner } = await org();
     const visitor = await newVisitor(owner);

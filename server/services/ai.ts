@@ -87,15 +87,16 @@ export class AiService {
    * announces it and notifies agents.
    */
   async escalate(orgId: string, conversationId: string, reason: string | null): Promise<Conversation> {
-    const escalated = await this.deps.knex.transaction(async (trx) => {
+    const { escalated, statusChanged } = await this.deps.knex.transaction(async (trx) => {
       const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
       if (!current) throw new NotFound('Conversation');
       if (current.status === 'closed') throw new InvalidTransition('A closed conversation cannot be escalated');
-      return this.models.Conversation.query(trx).patchAndFetchById(current.id, { escalatedAt: new Date(), status: 'open', resolvedAt: null });
+      const escalated = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { escalatedAt: new Date(), status: 'open', resolvedAt: null });
+      return { escalated, statusChanged: current.status !== 'open' };
     });
     const conversation = escalated.assignedTo ? escalated : await this.deps.routing.autoAssign(escalated, 'escalation');
     this.deps.events.publish('conversation.escalated', { conversation, reason });
-    this.deps.events.publish('conversation.updated', { conversation });
+    this.deps.events.publish('conversation.updated', { conversation, statusChanged });
     const note: NewNotification = { type: 'conversation_escalated', title: 'A conversation needs a human', body: reason, data: { conversationId, reason } };
     if (conversation.assignedTo) {
       // The assignee was told by the assignment itself unless it was theirs already.
@@ -138,7 +139,7 @@ export class AiService {
       .whereRaw('coalesce(last_message_at, created_at) < ?', [cutoff])
       .patch({ status: 'closed', closedAt: new Date() })
       .returning('*')) as unknown as Conversation[];
-    for (const conversation of closed) this.deps.events.publish('conversation.updated', { conversation });
+    for (const conversation of closed) this.deps.events.publish('conversation.updated', { conversation, statusChanged: true });
     return closed.map((c) => c.id);
   }
 

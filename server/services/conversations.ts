@@ -100,7 +100,7 @@ export class ConversationService {
       if (status === 'closed') patch.closedAt = now;
       return { conversation: await this.models.Conversation.query(trx).patchAndFetchById(current.id, patch), changed: true };
     });
-    if (changed) this.deps.events.publish('conversation.updated', { conversation });
+    if (changed) this.deps.events.publish('conversation.updated', { conversation, statusChanged: true });
     return conversation;
   }
 

@@ -96,7 +96,7 @@ export class MessageService {
   announce(result: Omit<SendResult, 'duplicate'>): void {
     if (result.started) this.deps.events.publish('conversation.created', { conversation: result.conversation });
     this.deps.events.publish('message.created', { conversation: result.conversation, message: result.message });
-    if (result.reopened) this.deps.events.publish('conversation.updated', { conversation: result.conversation });
+    if (result.reopened) this.deps.events.publish('conversation.updated', { conversation: result.conversation, statusChanged: true });
     if (result.started) void this.onConversationStarted(result.conversation);
   }
 
