@@ -13,6 +13,8 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
   const parent = orgs as unknown as { createChild(name: string): Namespace; children: Set<Namespace> };
   const nsps = (io as unknown as { _nsps: Map<string, Namespace> })._nsps;
   const emitOnly = new Map<string, NodeJS.Timeout>();
+  // Organizations deleted while this instance ran: late events (an agent going offline) must not revive their namespace.
+  const deleted = new Set<string>();
 
   /**
    * The organization's namespace on this instance. Without local sockets it exists only when Redis carries
@@ -22,7 +24,7 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
     const name = namespaceOf(orgId);
     const existing = nsps.get(name);
     if (existing) return existing as unknown as OrgNamespace;
-    if (!deps.redis) return null;
+    if (!deps.redis || deleted.has(orgId)) return null;
     const created = parent.createChild(name);
     const drop = () => {
       emitOnly.delete(name);
@@ -81,6 +83,8 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
     }),
     deps.events.on('organization.deleted', ({ organizationId }) => {
       nsp(organizationId)?.disconnectSockets(true);
+      if (deleted.size >= 10_000) deleted.clear();
+      deleted.add(organizationId);
     }),
   ];
 
