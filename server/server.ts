@@ -33,6 +33,7 @@ import { ObservabilityService } from './services/observability.js';
 import { TemplateService } from './services/templates.js';
 import { MemoryPresence, RedisPresence, type Presence } from './presence.js';
 import { createRealtime, type Realtime } from '../sockets/index.js';
+import { MembershipCheck } from '../sockets/membership.js';
 
 export interface AppServer {
   config: Config;
@@ -113,7 +114,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   // Idle keep-alive sockets must not hold a graceful stop open.
   http.keepAliveTimeout = 5_000;
   let retention: NodeJS.Timeout | null = null;
-  const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, actors, presence, widget, messages, conversations, agents });
+  const membershipCheck = new MembershipCheck(db.models, events);
+  const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, actors, presence, widget, messages, conversations, agents, membershipCheck });
 
   return {
     config,

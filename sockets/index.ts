@@ -17,6 +17,7 @@ import type { MessageService } from '../server/services/messages.js';
 import type { VisitorActor, WidgetService } from '../server/services/widget.js';
 import { createBroadcaster } from './broadcast.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
+import type { MembershipCheck } from './membership.js';
 import { attachOperator } from './operator.js';
 import { NAMESPACE, rooms } from './rooms.js';
 import { attachVisitor } from './visitor.js';
@@ -42,6 +43,7 @@ export interface RealtimeDeps {
   messages: MessageService;
   conversations: ConversationService;
   agents: AgentService;
+  membershipCheck: MembershipCheck;
 }
 
 export interface Realtime {
@@ -123,8 +125,7 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
       if (claimed?.typ === 'widget_session') {
         const visitor = await deps.widget.visitorFromToken(token);
         if (visitor.orgId !== orgId) return next(refusal('forbidden'));
-        const widget = await deps.models.Widget.query().findById(visitor.widgetId);
-        if (!widget || !deps.widget.originAllowed(widget, origin)) return next(refusal('forbidden'));
+        if (!deps.widget.originAllowed(visitor, origin)) return next(refusal('forbidden'));
         socket.data = { orgId, visitor };
         return next();
       }

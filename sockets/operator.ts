@@ -1,6 +1,5 @@
 // Agent socket events. The membership is reloaded for privileged events, so a role change or suspension applies at once.
 import type { Membership } from '../db/models/Membership.js';
-import { Forbidden } from '../server/errors.js';
 import { presentMessage } from '../server/presenters/conversation.js';
 import { AgentService } from '../server/services/agents.js';
 import { on } from './ack.js';
@@ -16,17 +15,13 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
 
   socket.join([rooms.agents, rooms.user(actor.userId), rooms.session(actor.sessionId)]);
 
-  const activeMembership = async (): Promise<Membership> => {
-    const membership = await deps.models.Membership.forOrg(orgId).findOne({ userId: actor.userId });
-    if (!membership || membership.status !== 'accepted') throw new Forbidden('Your membership is not active');
-    return membership;
-  };
+  const activeMembership = (): Promise<Membership> => deps.membershipCheck.active(orgId, actor.userId);
 
   void (async () => {
     try {
+      // The handshake already loaded the membership (with the chosen availability): no second query here.
       if (await deps.presence.connected(orgId, actor.userId)) {
-        const membership = await activeMembership();
-        deps.events.publish('presence.changed', { organizationId: orgId, userId: actor.userId, status: membership.availability });
+        deps.events.publish('presence.changed', { organizationId: orgId, userId: actor.userId, status: actor.membership?.availability ?? 'online' });
       }
     } catch (err) {
       log.warn({ err }, 'presence update failed');

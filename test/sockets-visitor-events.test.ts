@@ -132,6 +132,8 @@ describe('visitor socket events', () => {
 
     it('refuses agent events sent from a visitor socket with a forbidden ack: no status change, no join', async () => {
       const { owner, conversationId, agentSocket, visitorSocket } = await live();
+      // The agent's own "online" from connecting may still be on its way (presence goes through Redis when configured).
+      await settle();
       const statusHeard = collect(agentSocket, 'user_status_update');
       const updatesHeard = collect(agentSocket, 'conversation_updated');
       const tryAgentEvent = async (event: 'update_status' | 'join_conversation' | 'leave_conversation', payload: unknown) => {

@@ -1,6 +1,6 @@
 // Resolves who is calling from an access token: the session must be live and the role comes from the membership now.
 import type { Knex } from 'knex';
-import type { Role, MembershipStatus } from '../../db/models/Membership.js';
+import type { Availability, Role, MembershipStatus } from '../../db/models/Membership.js';
 import { Unauthorized } from '../errors.js';
 import type { AccessClaims, TokenService } from './tokens.js';
 
@@ -13,7 +13,7 @@ export interface OperatorActor {
   /** The active organization named by the token (null before the user has one). */
   orgId: string | null;
   /** The caller's membership in the active organization, reloaded for this request; null when none. */
-  membership: { id: string; role: Role; status: MembershipStatus } | null;
+  membership: { id: string; role: Role; status: MembershipStatus; availability: Availability } | null;
   tokenExpiresAt: number;
 }
 
@@ -33,7 +33,7 @@ export class ActorResolver {
       })
       .where('s.id', claims.sid)
       .andWhere('s.user_id', claims.sub)
-      .first('s.revoked_at', 's.expires_at', 'u.email', 'u.name', 'm.id as membership_id', 'm.role', 'm.status');
+      .first('s.revoked_at', 's.expires_at', 'u.email', 'u.name', 'm.id as membership_id', 'm.role', 'm.status', 'm.availability');
     if (!row || row.revokedAt || new Date(row.expiresAt).getTime() <= Date.now()) {
       throw new Unauthorized('The session has ended; sign in again');
     }
@@ -44,7 +44,7 @@ export class ActorResolver {
       name: row.name,
       sessionId: claims.sid,
       orgId: claims.orgId ?? null,
-      membership: row.membershipId ? { id: row.membershipId, role: row.role, status: row.status } : null,
+      membership: row.membershipId ? { id: row.membershipId, role: row.role, status: row.status, availability: row.availability } : null,
       tokenExpiresAt: claims.exp,
     };
   }

@@ -77,14 +77,19 @@ export class ConversationService {
 
   /** Spec endpoint 6: the conversation with its whole history, oldest first; remembered in the viewer's recents. */
   async getWithHistory(orgId: string, userId: string, conversationId: string): Promise<{ conversation: Conversation; messages: Message[] }> {
-    const conversation = await this.withContact(await this.get(orgId, conversationId));
-    const messages = await this.models.Message.forOrg(orgId).where('conversationId', conversationId).orderBy('seq', 'asc');
-    await this.deps
-      .knex('conversation_views')
-      .insert({ user_id: userId, conversation_id: conversationId, organization_id: orgId, viewed_at: new Date() })
-      .onConflict(['user_id', 'conversation_id'])
-      .merge(['viewed_at']);
-    return { conversation, messages };
+    // Three independent statements at once; the recents row is written only for a conversation of this organization.
+    const [found, messages] = await Promise.all([
+      this.models.Conversation.forOrg(orgId).findById(conversationId),
+      this.models.Message.forOrg(orgId).where('conversationId', conversationId).orderBy('seq', 'asc'),
+      this.deps.knex.raw(
+        `insert into conversation_views (user_id, conversation_id, organization_id, viewed_at)
+         select ?, id, organization_id, now() from conversations where id = ? and organization_id = ?
+         on conflict (user_id, conversation_id) do update set viewed_at = excluded.viewed_at`,
+        [userId, conversationId, orgId],
+      ),
+    ]);
+    if (!found) throw new NotFound('Conversation');
+    return { conversation: await this.withContact(found), messages };
   }
 
   async changeStatus(orgId: string, conversationId: string, status: ConversationStatus): Promise<Conversation> {

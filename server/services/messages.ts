@@ -58,6 +58,8 @@ export class MessageService {
       const conversation = await this.models.Conversation.forOrg(sender.orgId, trx).findById(input.conversationId).forUpdate();
       if (!conversation || (sender.type === 'visitor' && conversation.visitorSessionId !== sender.sessionId)) throw new NotFound('Conversation');
       if (input.clientMessageId) {
+        // A statement of its own, after the lock: its snapshot sees what a concurrent sender committed meanwhile
+        // (a subquery in the locking SELECT would still read the snapshot taken before the wait).
         const existing = await this.models.Message.query(trx).findOne({ conversationId: conversation.id, clientMessageId: input.clientMessageId });
         if (existing) {
           // Only the sender's own retry gets the stored message back: anyone else would read a message (perhaps an internal note) by guessing its id.
@@ -136,8 +138,9 @@ export class MessageService {
     }
     if (isPublicAgentReply && !conversation.firstReplyAt) patch.firstReplyAt = now;
     if (sender.type === 'agent' && !conversation.humanJoinedAt) patch.humanJoinedAt = now;
-    const updated = await this.models.Conversation.query(trx).patchAndFetchById(conversation.id, patch);
-    const message = await this.models.Message.query(trx).insertAndFetch({
+    // RETURNING instead of a re-read: one round trip per statement on the hot path.
+    const updated = (await this.models.Conversation.query(trx).patch(patch).where('id', conversation.id).returning('*').first()) as unknown as Conversation;
+    const message = (await this.models.Message.query(trx).insert({
       organizationId: conversation.organizationId,
       conversationId: conversation.id,
       seq,
@@ -148,7 +151,7 @@ export class MessageService {
       private: !!input.private,
       metadata: input.metadata ?? {},
       clientMessageId: input.clientMessageId ?? null,
-    });
+    }).returning('*')) as unknown as Message;
     return { message, conversation: updated, reopened };
   }
 

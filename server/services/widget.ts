@@ -21,6 +21,8 @@ export interface VisitorActor {
   name: string | null;
   email: string | null;
   tokenExpiresAt: number;
+  /** The widget's allowed origins, read with the session (the socket handshake checks the page's Origin). */
+  allowedOrigins: string[];
 }
 
 export interface WidgetConfigInput {
@@ -79,7 +81,7 @@ export class WidgetService {
   }
 
   /** An empty list allows every origin; otherwise the page's Origin must be listed. */
-  originAllowed(widget: Widget, origin: string | null | undefined): boolean {
+  originAllowed(widget: Pick<Widget, 'allowedOrigins'>, origin: string | null | undefined): boolean {
     const allowed = widget.allowedOrigins ?? [];
     if (allowed.length === 0) return true;
     return !!origin && allowed.includes(normalizeOrigin(origin));
@@ -110,9 +112,22 @@ export class WidgetService {
   /** Verifies a widget_session token and that its visitor session still exists. */
   async visitorFromToken(token: string): Promise<VisitorActor> {
     const claims = this.deps.tokens.verifyWidget(token);
-    const session = await this.models.VisitorSession.forOrg(claims.orgId).findById(claims.sessionId);
+    // One query on the connect path: the session and its widget's allowed origins together.
+    const session = (await this.models.VisitorSession.forOrg(claims.orgId)
+      .join('widgets as w', 'w.id', 'visitor_sessions.widget_id')
+      .findById(claims.sessionId)
+      .select('visitor_sessions.id', 'visitor_sessions.widget_id', 'visitor_sessions.name', 'visitor_sessions.email', 'w.allowed_origins')) as (VisitorSession & { allowedOrigins: string[] | null }) | undefined;
     if (!session || session.widgetId !== claims.widgetId) throw new Unauthorized('The widget session has ended');
-    return { kind: 'visitor', orgId: claims.orgId, widgetId: claims.widgetId, sessionId: session.id, name: session.name, email: session.email, tokenExpiresAt: claims.exp };
+    return {
+      kind: 'visitor',
+      orgId: claims.orgId,
+      widgetId: claims.widgetId,
+      sessionId: session.id,
+      name: session.name,
+      email: session.email,
+      tokenExpiresAt: claims.exp,
+      allowedOrigins: session.allowedOrigins ?? [],
+    };
   }
 
   /**
