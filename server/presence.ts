@@ -76,26 +76,38 @@ export class RedisPresence implements Presence {
     return `presence:${orgId}:users`;
   }
 
-  /** Sockets of a user on live instances. */
-  private async liveCount(orgId: string, userId: string): Promise<number> {
-    const counts = await this.redis.hgetall(this.userKey(orgId, userId));
+  /** Sockets of a user on live instances, from one snapshot of the per-instance counts. */
+  private async liveTotal(counts: Record<string, string>): Promise<number> {
     const instances = Object.keys(counts).filter((id) => Number(counts[id]) > 0);
     if (instances.length === 0) return 0;
     const alive = await this.redis.mget(instances.map((id) => `presence:instance:${id}`));
     return instances.reduce((sum, id, i) => sum + (alive[i] ? Number(counts[id]) : 0), 0);
   }
 
+  private async liveCount(orgId: string, userId: string): Promise<number> {
+    return this.liveTotal(await this.redis.hgetall(this.userKey(orgId, userId)));
+  }
+
+  /**
+   * Changes this instance's count and reads every instance's count in one MULTI, so concurrent connects and
+   * disconnects of one user (on any instance) see a consistent order: exactly one sees the first and the last socket.
+   */
+  private async change(orgId: string, userId: string, by: 1 | -1): Promise<number> {
+    const key = this.userKey(orgId, userId);
+    const multi = this.redis.multi().hincrby(key, this.instanceId, by).hgetall(key);
+    if (by === 1) multi.sadd(this.orgKey(orgId), userId);
+    const results = (await multi.exec()) ?? [];
+    const counts = (results[1]?.[1] ?? {}) as Record<string, string>;
+    return this.liveTotal(counts);
+  }
+
   async connected(orgId: string, userId: string): Promise<boolean> {
-    await this.redis.multi().hincrby(this.userKey(orgId, userId), this.instanceId, 1).sadd(this.orgKey(orgId), userId).exec();
-    return (await this.liveCount(orgId, userId)) === 1;
+    return (await this.change(orgId, userId, 1)) === 1;
   }
 
   async disconnected(orgId: string, userId: string): Promise<boolean> {
-    const left = await this.redis.hincrby(this.userKey(orgId, userId), this.instanceId, -1);
-    if (left <= 0) await this.redis.hdel(this.userKey(orgId, userId), this.instanceId);
-    const total = await this.liveCount(orgId, userId);
-    if (total === 0) await this.redis.srem(this.orgKey(orgId), userId);
-    return total === 0;
+    // Zero counts and set members are left in place: removing them could race a connect that just counted itself.
+    return (await this.change(orgId, userId, -1)) === 0;
   }
 
   async isOnline(orgId: string, userId: string): Promise<boolean> {
