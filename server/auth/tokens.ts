@@ -1,5 +1,5 @@
 // Signs and verifies the three token kinds; each has its own secret, audience and `typ`, and HS256 is pinned.
-import { randomUUID } from 'node:crypto';
+import { createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Config } from '../config.js';
 import { Unauthorized } from '../errors.js';
@@ -39,10 +39,22 @@ const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID.test(v
 const isUuidOrNull = (v: unknown): v is string | null => v === null || isUuid(v);
 
 export class TokenService {
-  constructor(private readonly config: Config) {}
+  constructor(private readonly config: Config) {
+    this.keys = {
+      access: createSecretKey(Buffer.from(config.secrets.access)),
+      refresh: createSecretKey(Buffer.from(config.secrets.refresh)),
+      widget_session: createSecretKey(Buffer.from(config.secrets.widget)),
+    };
+  }
 
-  private secretFor(kind: Kind): string {
-    return kind === 'access' ? this.config.secrets.access : kind === 'refresh' ? this.config.secrets.refresh : this.config.secrets.widget;
+  /**
+   * Secrets as KeyObjects, made once: given a string, jsonwebtoken first tries (and fails) to parse it as a PEM key
+   * on every sign and verify, which made token checks the costliest step of a socket handshake.
+   */
+  private readonly keys: Record<Kind, KeyObject>;
+
+  private secretFor(kind: Kind): KeyObject {
+    return this.keys[kind];
   }
 
   private sign(kind: Kind, payload: Record<string, unknown>, expiresAt: number): string {

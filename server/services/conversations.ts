@@ -78,9 +78,10 @@ export class ConversationService {
   /** Spec endpoint 6: the conversation with its whole history, oldest first; remembered in the viewer's recents. */
   async getWithHistory(orgId: string, userId: string, conversationId: string): Promise<{ conversation: Conversation; messages: Message[] }> {
     // Three independent statements at once; the recents row is written only for a conversation of this organization.
+    // Plain rows (knex, no models) for the most read route of the inbox.
     const [found, messages] = await Promise.all([
-      this.models.Conversation.forOrg(orgId).findById(conversationId),
-      this.models.Message.forOrg(orgId).where('conversationId', conversationId).orderBy('seq', 'asc'),
+      this.deps.knex('conversations').where({ id: conversationId, organizationId: orgId }).first() as Promise<Conversation | undefined>,
+      this.deps.knex('messages').where({ organizationId: orgId, conversationId }).orderBy('seq', 'asc') as Promise<Message[]>,
       this.deps.knex.raw(
         `insert into conversation_views (user_id, conversation_id, organization_id, viewed_at)
          select ?, id, organization_id, now() from conversations where id = ? and organization_id = ?

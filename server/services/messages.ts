@@ -55,12 +55,14 @@ export class MessageService {
     }
     const result = await this.deps.knex.transaction(async (trx) => {
       // The row lock serializes senders of one conversation: seq has no gaps and clientMessageId is checked race-free.
-      const conversation = await this.models.Conversation.forOrg(sender.orgId, trx).findById(input.conversationId).forUpdate();
+      // The hot path speaks knex directly: rows come back camelCased (the snake-case mappers sit on knex itself)
+      // without Objection's per-query and per-model work, which was most of a send's CPU.
+      const conversation = (await trx('conversations').where({ id: input.conversationId, organizationId: sender.orgId }).forUpdate().first()) as Conversation | undefined;
       if (!conversation || (sender.type === 'visitor' && conversation.visitorSessionId !== sender.sessionId)) throw new NotFound('Conversation');
       if (input.clientMessageId) {
         // A statement of its own, after the lock: its snapshot sees what a concurrent sender committed meanwhile
         // (a subquery in the locking SELECT would still read the snapshot taken before the wait).
-        const existing = await this.models.Message.query(trx).findOne({ conversationId: conversation.id, clientMessageId: input.clientMessageId });
+        const existing = (await trx('messages').where({ conversationId: conversation.id, clientMessageId: input.clientMessageId }).first()) as Message | undefined;
         if (existing) {
           // Only the sender's own retry gets the stored message back: anyone else would read a message (perhaps an internal note) by guessing its id.
           if (existing.senderType !== sender.type || (existing.senderId ?? null) !== senderIdOf(sender)) throw new Conflict('This clientMessageId is already used by another message');
@@ -139,8 +141,8 @@ export class MessageService {
     if (isPublicAgentReply && !conversation.firstReplyAt) patch.firstReplyAt = now;
     if (sender.type === 'agent' && !conversation.humanJoinedAt) patch.humanJoinedAt = now;
     // RETURNING instead of a re-read: one round trip per statement on the hot path.
-    const updated = (await this.models.Conversation.query(trx).patch(patch).where('id', conversation.id).returning('*').first()) as unknown as Conversation;
-    const message = (await this.models.Message.query(trx).insert({
+    const [updated] = (await trx('conversations').where('id', conversation.id).update({ ...patch, updatedAt: now }, '*')) as Conversation[];
+    const [message] = (await trx('messages').insert({
       organizationId: conversation.organizationId,
       conversationId: conversation.id,
       seq,
@@ -149,20 +151,21 @@ export class MessageService {
       content: input.content,
       type: input.type ?? 'text',
       private: !!input.private,
-      metadata: input.metadata ?? {},
+      metadata: JSON.stringify(input.metadata ?? {}),
       clientMessageId: input.clientMessageId ?? null,
-    }).returning('*')) as unknown as Message;
+    }, '*')) as Message[];
     return { message, conversation: updated, reopened };
   }
 
   /** A page of messages by seq: after `afterSeq` (ascending) or before `beforeSeq` (the newest ones before it). */
   async page(orgId: string, conversationId: string, opts: { afterSeq?: number; beforeSeq?: number; limit: number; publicOnly: boolean }): Promise<Message[]> {
-    const query = this.models.Message.forOrg(orgId).where('conversationId', conversationId);
+    // Plain rows (knex, no models): sync and history pages are read far more often than anything else.
+    const query = this.deps.knex('messages').where({ organizationId: orgId, conversationId });
     if (opts.publicOnly) query.where('private', false);
     if (opts.beforeSeq !== undefined) {
-      const rows = await query.where('seq', '<', opts.beforeSeq).orderBy('seq', 'desc').limit(opts.limit);
+      const rows = (await query.where('seq', '<', opts.beforeSeq).orderBy('seq', 'desc').limit(opts.limit)) as Message[];
       return rows.reverse();
     }
-    return query.where('seq', '>', opts.afterSeq ?? 0).orderBy('seq', 'asc').limit(opts.limit);
+    return (await query.where('seq', '>', opts.afterSeq ?? 0).orderBy('seq', 'asc').limit(opts.limit)) as Message[];
   }
 }
