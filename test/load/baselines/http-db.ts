@@ -1,0 +1,127 @@
+// Baseline: a bare node:http handler running the app's queries directly (pg on DATABASE_URL, else PGlite on the
+// app's stopped data directory), without routing, validation, authentication or an ORM; plus raw bcrypt for login.
+//   GET  /conversations/:id            the conversation and its messages by seq (x-org-id header)
+//   POST /conversations/:id/messages   lock, bump last_seq, insert the message: one transaction
+//   POST /login                        one bcrypt compare at BENCH_LOGIN_COST
+//   POST /observability/ai-calls       one multi-row INSERT of aiCallRow() rows
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PGlite } from '@electric-sql/pglite';
+import bcrypt from 'bcrypt';
+import pg from 'pg';
+import { aiCallRow, type AiCallEvent } from '../../../server/services/observability.js';
+import { serveChild } from '../lib/proc.js';
+
+type Query = (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>;
+interface Db {
+  query: Query;
+  tx<T>(fn: (q: Query) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+function openDb(): Db {
+  if (process.env.DATABASE_URL) {
+    const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+    return {
+      query: async (sql, params) => (await pool.query(sql, params)).rows,
+      async tx(fn) {
+        const client = await pool.connect();
+        try {
+          await client.query('begin');
+          const result = await fn(async (sql, params) => (await client.query(sql, params)).rows);
+          await client.query('commit');
+          return result;
+        } catch (err) {
+          await client.query('rollback').catch(() => undefined);
+          throw err;
+        } finally {
+          client.release();
+        }
+      },
+      close: () => pool.end(),
+    };
+  }
+  const db = new PGlite(process.env.PGLITE_DIR!);
+  return {
+    query: async (sql, params) => (await db.query<Record<string, unknown>>(sql, params)).rows,
+    tx: (fn) => db.transaction((t) => fn(async (sql, params) => (await t.query<Record<string, unknown>>(sql, params)).rows)),
+    close: () => db.close(),
+  };
+}
+
+const db = openDb();
+const cost = Number(process.env.BENCH_LOGIN_COST ?? 12);
+const loginHash = await bcrypt.hash('bench password 0123', cost);
+
+const AI_COLUMNS = ['organization_id', 'conversation_id', 'occurred_at', 'provider', 'model_id', 'call_type', 'latency_ms', 'success', 'input_tokens', 'output_tokens', 'total_tokens', 'estimated_cost_usd', 'error'] as const;
+
+async function readJson(req: IncomingMessage): Promise<any> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString() || '{}');
+}
+
+function send(res: ServerResponse, status: number, data: unknown): void {
+  const body = JSON.stringify({ success: status < 400, data });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = req.url ?? '/';
+  const orgId = String(req.headers['x-org-id'] ?? '');
+  let m: RegExpExecArray | null;
+  if (req.method === 'GET' && (m = /^\/conversations\/([0-9a-f-]{36})$/.exec(url))) {
+    const [conversation] = await db.query('select * from conversations where id = $1 and organization_id = $2', [m[1], orgId]);
+    if (!conversation) return send(res, 404, null);
+    const messages = await db.query('select * from messages where organization_id = $1 and conversation_id = $2 order by seq asc', [orgId, m[1]]);
+    return send(res, 200, { ...conversation, messages });
+  }
+  if (req.method === 'POST' && (m = /^\/conversations\/([0-9a-f-]{36})\/messages$/.exec(url))) {
+    const body = await readJson(req);
+    const userId = String(req.headers['x-user-id'] ?? '');
+    const message = await db.tx(async (q) => {
+      const [locked] = await q('select id from conversations where id = $1 and organization_id = $2 for update', [m![1], orgId]);
+      if (!locked) return null;
+      const [updated] = await q(
+        'update conversations set last_seq = last_seq + 1, last_message_at = now(), updated_at = now(), human_joined_at = coalesce(human_joined_at, now()), first_reply_at = coalesce(first_reply_at, now()) where id = $1 returning last_seq',
+        [m![1]],
+      );
+      const [row] = await q(
+        `insert into messages (organization_id, conversation_id, seq, sender_type, sender_id, content, type, private, metadata) values ($1, $2, $3, 'agent', $4, $5, 'text', false, '{}') returning *`,
+        [orgId, m![1], updated!.last_seq, userId, body.content],
+      );
+      return row;
+    });
+    return message ? send(res, 201, message) : send(res, 404, null);
+  }
+  if (req.method === 'POST' && url === '/login') {
+    const body = await readJson(req);
+    const ok = await bcrypt.compare(String(body.password ?? ''), loginHash);
+    return send(res, ok ? 200 : 401, { ok });
+  }
+  if (req.method === 'POST' && url === '/observability/ai-calls') {
+    const body = (await readJson(req)) as { events: AiCallEvent[] };
+    const rows = body.events.map(aiCallRow);
+    const params: unknown[] = [];
+    const tuples = rows.map((r) => `(${AI_COLUMNS.map((c) => `$${params.push(r[c])}`).join(', ')})`);
+    await db.query(`insert into ai_call_events (${AI_COLUMNS.join(', ')}) values ${tuples.join(', ')}`, params);
+    return send(res, 201, { inserted: rows.length });
+  }
+  send(res, 404, null);
+}
+
+const http = createServer((req, res) => {
+  handle(req, res).catch((err: Error) => {
+    if (!res.headersSent) send(res, 500, { error: err.message });
+  });
+});
+http.keepAliveTimeout = 5_000;
+await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+
+serveChild((http.address() as AddressInfo).port, {
+  stop: async () => {
+    http.closeAllConnections();
+    await new Promise<void>((resolve) => http.close(() => resolve()));
+    await db.close();
+  },
+});

@@ -1,0 +1,137 @@
+// Command-line flags of `npm run bench -- ...`.
+import path from 'node:path';
+import { DEFAULT_LIMITS, type GeneratorLimits } from './stats.js';
+import { LOAD_DIR } from './proc.js';
+
+export const SCENARIOS = ['connections', 'chat', 'cluster', 'rest', 'ingest'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+export interface Options {
+  scenarios: ScenarioName[];
+  quick: boolean;
+  visitors: number;
+  agents: number;
+  orgs: number;
+  /** Chat send rates (messages per second over all visitors), stepped up until the knee. */
+  rates: number[];
+  /** Seconds per chat step and per HTTP measure. */
+  duration: number;
+  /** Seconds a chat step waits for late deliveries after its last send. */
+  drain: number;
+  /** Socket handshakes in flight during a ramp. */
+  concurrency: number;
+  /** HTTP connections autocannon keeps busy. */
+  connections: number;
+  /** bcrypt cost of the login measure (BCRYPT_COST, else the server default 12). */
+  loginCost: number;
+  batch: number;
+  historyMessages: number;
+  p99TargetMs: number;
+  limits: GeneratorLimits;
+  pin: boolean;
+  /** Write a V8 CPU profile of every server process into <reportDir>/profiles. */
+  profile: boolean;
+  reportDir: string;
+  databaseUrl: string | null;
+  redisUrl: string | null;
+}
+
+export const USAGE = `npm run bench -- [flags]
+
+  --scenarios=connections,chat,cluster,rest,ingest   which to run (default: all)
+  --quick              smoke run with tiny sizes (CI: proves the harness works; figures mean nothing)
+  --visitors=N         widget visitors (default 10000)
+  --agents=N           agents, spread over the organizations (default 100)
+  --orgs=N             organizations (default 10)
+  --rates=a,b,c        chat send rates in messages/s, stepped up to the knee (default 50,100,200,400,800,1600,3200)
+  --duration=S         seconds per chat step and per HTTP measure (default 5)
+  --drain=S            seconds a chat step waits for late deliveries (default 3)
+  --concurrency=N      socket handshakes in flight while ramping (default 200)
+  --connections=N      HTTP connections for autocannon (default 16)
+  --login-cost=N       bcrypt cost for the login measure (default BCRYPT_COST or 12)
+  --batch=N            events per observability batch (default 500)
+  --p99-target=MS      chat knee: highest rate with p99 under this and nothing lost (default 100)
+  --max-loop-delay=MS  generator loop delay p99 above which a measure is INVALID (default ${DEFAULT_LIMITS.maxLoopDelayP99Ms})
+  --max-cpu=F          generator CPU share above which a measure is INVALID (default ${DEFAULT_LIMITS.maxCpu})
+  --profile            write a CPU profile (.cpuprofile) of every server process to <report-dir>/profiles
+  --no-pin             do not pin servers (core 0) and generator (core 1) with taskset
+  --report-dir=DIR     where the JSON report goes (default test/load/reports)
+
+DATABASE_URL (PostgreSQL) enables the cluster scenario (with REDIS_URL) and puts the app on PostgreSQL.`;
+
+const int = (name: string, raw: string, min: number): number => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min} (got "${raw}")`);
+  return n;
+};
+const num = (name: string, raw: string): number => {
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number (got "${raw}")`);
+  return n;
+};
+
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 'help' {
+  const flags = new Map<string, string>();
+  for (const arg of argv) {
+    if (arg === '--help' || arg === '-h') return 'help';
+    const m = /^--([a-z0-9-]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new Error(`unknown argument "${arg}" (see --help)`);
+    flags.set(m[1]!, m[2] ?? 'true');
+  }
+  const quick = flags.get('quick') === 'true';
+  const o: Options = {
+    scenarios: [...SCENARIOS],
+    quick,
+    visitors: quick ? 60 : 10_000,
+    agents: quick ? 6 : 100,
+    orgs: quick ? 3 : 10,
+    rates: quick ? [20, 40] : [50, 100, 200, 400, 800, 1600, 3200],
+    duration: quick ? 2 : 5,
+    drain: quick ? 2 : 3,
+    concurrency: quick ? 20 : 200,
+    connections: quick ? 4 : 16,
+    loginCost: env.BCRYPT_COST ? int('login-cost', env.BCRYPT_COST, 4) : 12,
+    batch: 500,
+    historyMessages: 50,
+    p99TargetMs: 100,
+    limits: { ...DEFAULT_LIMITS },
+    pin: true,
+    profile: false,
+    reportDir: path.join(LOAD_DIR, 'reports'),
+    databaseUrl: env.DATABASE_URL?.trim() || null,
+    redisUrl: env.REDIS_URL?.trim() || null,
+  };
+  for (const [name, value] of flags) {
+    switch (name) {
+      case 'quick':
+        break;
+      case 'scenarios': {
+        const names = value.split(',').map((s) => s.trim()).filter(Boolean);
+        for (const n of names) if (!(SCENARIOS as readonly string[]).includes(n)) throw new Error(`unknown scenario "${n}" (one of ${SCENARIOS.join(', ')})`);
+        o.scenarios = names as ScenarioName[];
+        break;
+      }
+      case 'visitors': o.visitors = int(name, value, 0); break;
+      case 'agents': o.agents = int(name, value, 1); break;
+      case 'orgs': o.orgs = int(name, value, 1); break;
+      case 'rates': o.rates = value.split(',').map((r) => num(name, r)).sort((a, b) => a - b); break;
+      case 'duration': o.duration = num(name, value); break;
+      case 'drain': o.drain = num(name, value); break;
+      case 'concurrency': o.concurrency = int(name, value, 1); break;
+      case 'connections': o.connections = int(name, value, 1); break;
+      case 'login-cost': o.loginCost = int(name, value, 4); break;
+      case 'batch': o.batch = int(name, value, 1); break;
+      case 'p99-target': o.p99TargetMs = num(name, value); break;
+      case 'max-loop-delay': o.limits.maxLoopDelayP99Ms = num(name, value); break;
+      case 'max-cpu': o.limits.maxCpu = num(name, value); break;
+      case 'no-pin': o.pin = false; break;
+      case 'profile': o.profile = true; break;
+      case 'report-dir': o.reportDir = path.resolve(value); break;
+      default:
+        throw new Error(`unknown flag --${name} (see --help)`);
+    }
+  }
+  if (o.batch > 500) throw new Error('--batch must be at most 500 (the route accepts 1..500 events)');
+  if (o.orgs > o.agents) throw new Error('--orgs must not exceed --agents (every organization needs an agent to receive)');
+  return o;
+}

@@ -1,0 +1,103 @@
+// chat: one app instance; visitors send on a fixed schedule, every agent of the organization must receive each
+// message; rates step up to the knee. Baseline: the bare Socket.IO room relay (no database, no auth), same clients.
+import { finalSteps, runChat, type ChatRun, type ChatSettings, type StepResult } from '../lib/chat.js';
+import { invalidOf, row, type Row } from '../lib/report.js';
+import type { SeedResult } from '../lib/seed.js';
+import { startApp, startRelay, type RunContext, type Scenario, type ScenarioOutput } from '../lib/servers.js';
+
+export function chatSettings(ctx: RunContext): ChatSettings {
+  const o = ctx.options;
+  return { rates: o.rates, duration: o.duration, drain: o.drain, concurrency: o.concurrency, p99TargetMs: o.p99TargetMs, limits: o.limits, log: ctx.log };
+}
+
+const kneeText = (run: ChatRun, rates: number[]): number | string => {
+  if (run.knee === null) return run.generatorBound ? 'INVALID' : `< ${rates[0]}`;
+  if (run.knee === rates[rates.length - 1] && finalSteps(run.steps).every((s) => s.verdict === 'pass')) return `>= ${run.knee}`;
+  return run.knee;
+};
+
+const cpuText = (s: StepResult) => s.serverCpu.map((c) => `${Math.round(c * 100)}%`).join('+');
+
+/** Table rows shared by chat and cluster: the knees and, at each rate the app measured, app vs baseline. */
+export function chatRows(app: ChatRun, base: ChatRun, ctx: RunContext): Row[] {
+  const rates = ctx.options.rates;
+  const appKnee = kneeText(app, rates);
+  const baseKnee = kneeText(base, rates);
+  const rows: Row[] = [];
+  const kneeRow = row(`knee (p99 < ${ctx.options.p99TargetMs} ms, nothing lost)`, 'msg/s', appKnee, baseKnee, {
+    note: `app: ${app.ended}; baseline: ${base.ended}`,
+    invalid: invalidOf(app.generatorBound ? 'the search ended on a generator-bound step' : null, base.generatorBound ? 'the search ended on a generator-bound step (knee is a lower bound)' : null),
+  });
+  if (typeof appKnee === 'number' && typeof baseKnee === 'number') kneeRow.ratio = Math.round((appKnee / baseKnee) * 1000) / 1000;
+  else if (typeof appKnee === 'number' && typeof baseKnee === 'string' && baseKnee.startsWith('>= ')) {
+    const b = Number(baseKnee.slice(3));
+    kneeRow.ratio = Math.round((appKnee / b) * 1000) / 1000;
+    kneeRow.note = `${kneeRow.note}; ratio is an upper bound (baseline passed every rate)`;
+  }
+  rows.push(kneeRow);
+  const appSteps = finalSteps(app.steps);
+  const baseSteps = finalSteps(base.steps);
+  for (const a of appSteps) {
+    const b = baseSteps.find((s) => s.rate === a.rate) ?? null;
+    const invalid = invalidOf(a.verdict === 'invalid' ? a.generator.invalid : null, b?.verdict === 'invalid' ? b.generator.invalid : null);
+    const retried = [a, b].some((x) => x?.attempt === 2) ? ' (second attempt)' : '';
+    const note = `${a.verdict}${retried}; p50 ${a.latency.p50}${b ? ` vs ${b.latency.p50}` : ''} ms; delivered ${a.delivered}/${a.expected}${b ? ` vs ${b.delivered}/${b.expected}` : ''}; server CPU ${cpuText(a)}${b ? ` vs ${cpuText(b)}` : ''}`;
+    rows.push(row(`p99 @ ${a.rate} msg/s`, 'ms', a.latency.p99, b?.latency.p99 ?? null, { note, invalid }));
+  }
+  // The full set of figures at the app's knee (or its first rate when none passed).
+  const at = appSteps.find((s) => s.rate === app.knee) ?? appSteps[0];
+  if (at) {
+    const b = baseSteps.find((s) => s.rate === at.rate) ?? null;
+    const ratioOf = (s: StepResult) => (s.expected ? Math.round((s.delivered / s.expected) * 10000) / 10000 : null);
+    rows.push(row(`p50 @ ${at.rate} msg/s`, 'ms', at.latency.p50, b?.latency.p50 ?? null));
+    rows.push(row(`max @ ${at.rate} msg/s`, 'ms', at.latency.max, b?.latency.max ?? null));
+    rows.push(row(`deliveries @ ${at.rate} msg/s`, '/s', at.deliveriesPerSec, b?.deliveriesPerSec ?? null, { note: 'agent receipts per second' }));
+    rows.push(row(`stored @ ${at.rate} msg/s`, '/s', at.storedPerSec, null, { note: 'messages rows written; the relay stores nothing' }));
+    rows.push(row(`delivered/expected @ ${at.rate} msg/s`, '', ratioOf(at), b ? ratioOf(b) : null));
+  }
+  const idle = (r: ChatRun) => Math.round(r.idleCpu.reduce((a, b) => a + b, 0) * 1000) / 10;
+  rows.push(row('server CPU, sockets open, idle', '%', idle(app), idle(base), { note: `${app.ramp.connected} sockets held, nothing sent (100% = one core; summed over instances)` }));
+  const probe = app.probes;
+  const probeProblems = [
+    probe.roundTrip && !probe.roundTrip.ok ? `socket.io-client round trip failed: ${probe.roundTrip.detail}` : '',
+    probe.refusal !== null && probe.refusal !== 'unauthorized' ? `forged token answered "${probe.refusal}"` : '',
+    ...appSteps.filter((s) => s.probe && s.probe.received !== s.probe.expected).map((s) => `@${s.rate}/s socket.io-client agent got ${s.probe!.received}/${s.probe!.expected}`),
+  ].filter(Boolean);
+  rows.push(row('probes (socket.io-client)', '', probeProblems.length ? 'FAILED' : 'ok', base.probes.roundTrip?.ok === false ? 'FAILED' : 'ok', { note: probeProblems.join('; ') || 'round trip, refusal of a forged token and per-step counts agree' }));
+  if (app.ramp.failed || app.lostSockets) rows.push(row('sockets', '', `${app.ramp.connected}/${app.ramp.attempted}`, `${base.ramp.connected}/${base.ramp.attempted}`, { note: `${app.lostSockets} app sockets dropped; errors ${JSON.stringify(app.ramp.errors)}` }));
+  return rows;
+}
+
+export const chat: Scenario = {
+  name: 'chat',
+  summary: 'visitors send on a fixed schedule, agents receive; knee vs a bare Socket.IO room relay',
+  skip: (ctx) => (ctx.options.visitors === 0 ? '--visitors=0: nobody sends' : null),
+  async run(ctx): Promise<ScenarioOutput> {
+    const o = ctx.options;
+    const app = await startApp(ctx, 'app', { postgres: true, redis: false });
+    let seeded: SeedResult;
+    let appRun: ChatRun;
+    try {
+      seeded = await app.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: o.orgs, agents: o.agents, visitors: o.visitors, conversations: true });
+      ctx.log(`  seeded ${o.orgs} orgs, ${o.agents} agents, ${o.visitors} visitors with a conversation each in ${seeded.seconds.toFixed(1)} s`);
+      const orgIds = seeded.orgs.map((x) => x.id);
+      appRun = await runChat(
+        { label: 'app', visitorUrl: app.url, agentUrl: app.url, servers: [app.child], countStored: () => app.child.call<number>('countMessages', { orgIds }), authenticates: true },
+        seeded.orgs,
+        chatSettings(ctx),
+      );
+    } finally {
+      // On a shared PostgreSQL the run removes its rows, even after a failure.
+      if (!app.dataDir) await app.child.call('cleanup').catch(() => undefined);
+      await app.stop();
+    }
+    const relay = await startRelay(ctx, 'relay baseline', false);
+    let baseRun: ChatRun;
+    try {
+      baseRun = await runChat({ label: 'baseline', visitorUrl: relay.url, agentUrl: relay.url, servers: [relay.child], countStored: null, authenticates: false }, seeded.orgs, chatSettings(ctx));
+    } finally {
+      await relay.child.stop();
+    }
+    return { rows: chatRows(appRun, baseRun, ctx), details: { database: app.dataDir ? 'embedded (PGlite)' : 'PostgreSQL', app: appRun, baseline: baseRun, serverLog: app.child.log } };
+  },
+};

@@ -1,0 +1,29 @@
+// The app under test as a child process: configuration from the environment (loadConfig), createServer().start(),
+// then setup and counters over IPC. Spawned by the benchmark under `taskset -c 0`.
+import { loadConfig } from '../../server/config.js';
+import { createServer } from '../../server/server.js';
+import { serveChild } from './lib/proc.js';
+import { cleanup, countMessages, seed, type SeedRequest } from './lib/seed.js';
+
+const config = loadConfig(process.env);
+const server = createServer(config);
+const port = await server.start();
+const runIds = new Set<string>();
+
+serveChild(
+  port,
+  {
+    seed: (req: SeedRequest) => {
+      runIds.add(req.runId);
+      return seed(server, req);
+    },
+    countMessages: ({ orgIds }: { orgIds: string[] }) => countMessages(server, orgIds),
+    // On a shared PostgreSQL the run removes its rows; an embedded data directory is deleted instead.
+    cleanup: async () => {
+      for (const runId of runIds) await cleanup(server, runId);
+      runIds.clear();
+    },
+    stop: () => server.stop(),
+  },
+  () => server.realtime.io.engine.clientsCount,
+);
