@@ -9,6 +9,7 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const ajv = addFormats(new Ajv({ allErrors: true, strict: true, coerceTypes: false }));
 const compiled = new Map<object, ValidateFunction>();
 
+/** Compiles each schema object once per process; pass module-level constants, never literals made per socket. */
 export function validator(schema: object): ValidateFunction {
   let v = compiled.get(schema);
   if (!v) {

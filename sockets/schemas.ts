@@ -1,6 +1,9 @@
 // Payload schemas of client events (ajv), shared by the agent and visitor handlers.
 const uuid = { type: 'string', format: 'uuid' } as const;
 
+/** Any payload: for events a caller may not send at all (answered forbidden whatever they carry). */
+export const anything = {};
+
 export const conversationRef = { type: 'object', additionalProperties: false, required: ['conversationId'], properties: { conversationId: uuid } };
 
 export const agentSendMessage = {

@@ -29,7 +29,7 @@ export function attachVisitor(socket: AppSocket, deps: RealtimeDeps): void {
 
   // Agent-only events answer forbidden instead of leaving the client waiting for an ack that never comes.
   for (const event of ['join_conversation', 'leave_conversation', 'update_status']) {
-    on(socket, log, event, {}, async () => {
+    on(socket, log, event, schemas.anything, async () => {
       throw new Forbidden('Visitors cannot do this');
     });
   }
