@@ -19,17 +19,9 @@ export const agentSendMessage = {
   },
 };
 
-export const visitorSendMessage = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['conversationId', 'content'],
-  properties: {
-    conversationId: uuid,
-    content: { type: 'string', minLength: 1, maxLength: 50_000 },
-    type: { type: 'string', enum: ['text', 'image', 'file'] },
-    clientMessageId: { type: 'string', minLength: 1, maxLength: 100 },
-  },
-};
+/** A visitor's message: the agent's shape without `private` (visitors never write internal notes). */
+const { private: _agentsOnly, ...visitorMessageFields } = agentSendMessage.properties;
+export const visitorSendMessage = { ...agentSendMessage, properties: visitorMessageFields };
 
 export const updateStatus = { type: 'object', additionalProperties: false, required: ['status'], properties: { status: { type: 'string', enum: ['online', 'away', 'busy', 'offline'] } } };
 

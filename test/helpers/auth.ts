@@ -7,18 +7,7 @@ import type { Api, ApiResponse } from './http.js';
 import { TEST_SECRETS } from './server.js';
 
 /** The contract's error body: { success:false, message, error:{ code, details }, requestId }, requestId = X-Request-Id. */
-export function expectApiError(res: ApiResponse, status: number, code: string): void {
-  expect(res.status, JSON.stringify(res.body)).to.equal(status);
-  expect(res.body, 'an error envelope').to.be.an('object');
-  expect(res.body).to.have.all.keys('success', 'message', 'error', 'requestId');
-  expect(res.body.success).to.equal(false);
-  expect(res.body.message).to.be.a('string').and.not.equal('');
-  expect(res.body.error).to.have.all.keys('code', 'details');
-  expect(res.body.error.code).to.equal(code);
-  expect(res.body.error.details).to.be.an('array');
-  expect(res.body.requestId).to.be.a('string').and.not.equal('');
-  expect(res.headers.get('x-request-id')).to.equal(res.body.requestId);
-}
+export { expectError as expectApiError } from './tenancy.js';
 
 /** The contract's success body with the given status; returns `data`. */
 export function expectApiSuccess(res: ApiResponse, status: number): any {
@@ -74,11 +63,7 @@ export function forgeAccessToken(
 }
 
 /** The payload of a JWT, without verifying it. */
-export function jwtPayload(token: string): Record<string, any> {
-  const parts = token.split('.');
-  expect(parts, 'a JWT has three parts').to.have.length(3);
-  return JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8'));
-}
+export { decodeJwt as jwtPayload } from './tenancy.js';
 
 /** Signs in with email and password; asserts 200 and returns the data. */
 export async function login(api: Api, email: string, password: string): Promise<any> {
