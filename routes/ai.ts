@@ -1,7 +1,7 @@
 // Trusted routes of the internal AI service (x-ai-tool-secret). `organizationId` is required and checked against
 // the conversation, so a mistaken id answers 404 like any cross-tenant id.
 import { presentConversation, presentMessage } from '../server/presenters/conversation.js';
-import type { AgentRun } from '../db/models/AgentRun.js';
+import { presentAgentRun } from '../server/presenters/agentRun.js';
 import type { AgentRunInput } from '../server/services/ai.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
@@ -21,13 +21,6 @@ const AgentRunView = {
     steps: { type: 'array' }, latencyMs: { type: ['integer', 'null'] }, totalTokens: { type: ['integer', 'null'] }, error: { type: ['string', 'null'] }, createdAt: dateTime,
   },
 };
-
-function presentAgentRun(r: AgentRun) {
-  return {
-    id: r.id, conversationId: r.conversationId, status: r.status, modelId: r.modelId ?? null, input: r.input ?? null, output: r.output ?? null,
-    steps: r.steps ?? [], latencyMs: r.latencyMs ?? null, totalTokens: r.totalTokens ?? null, error: r.error ?? null, createdAt: new Date(r.createdAt).toISOString(),
-  };
-}
 
 export function aiRoutes(s: RouteServices): AnyRoute[] {
   return [

@@ -1,19 +1,18 @@
 // Route definitions: each route declares its schemas once; they validate requests (ajv) and describe the API (OpenAPI).
 import type { Router, RouterMiddleware } from '@koa/router';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import type { Context, Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import type { OperatorActor } from '../server/auth/actor.js';
 import type { VisitorActor } from '../server/services/widget.js';
 import type { Membership, Role } from '../db/models/Membership.js';
 import { ROLE_RANK } from '../db/models/Membership.js';
-import { Forbidden, NotFound, toAppError, Unauthorized, UnsupportedMediaType, ValidationFailed, type AppError, type ErrorDetail } from '../server/errors.js';
+import { Forbidden, NotFound, toAppError, Unauthorized, UnsupportedMediaType, ValidationFailed, type AppError } from '../server/errors.js';
+import { createAjv, errorDetails } from '../server/validation.js';
 import type { RateLimitName } from '../server/ratelimit.js';
 import type { RouteServices } from './services.js';
 import type { RequestState } from './middleware/state.js';
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 export type JsonSchema = Record<string, unknown>;
@@ -97,16 +96,6 @@ interface BodyState {
 const EMPTY_BODY: JsonSchema = { type: 'object', additionalProperties: false, properties: {} };
 const BODY_METHODS: Method[] = ['post', 'put', 'patch', 'delete'];
 
-function toDetails(errors: ErrorObject[] | null | undefined, where: string): ErrorDetail[] {
-  return (errors ?? []).map((e) => {
-    const base = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '';
-    const extra = (e.params as Record<string, string>).missingProperty ?? (e.params as Record<string, string>).additionalProperty;
-    const field = [base, extra].filter(Boolean).join('.') || where;
-    const message = e.keyword === 'additionalProperties' ? 'is not an allowed field' : (e.message ?? 'is invalid');
-    return { field, message, in: where };
-  });
-}
-
 export class RouteRegistry {
   readonly routes: AnyRoute[] = [];
 
@@ -117,8 +106,8 @@ export class RouteRegistry {
 
   /** Compiles every schema once and registers each route's middleware chain on the router. */
   mount(router: Router, services: RouteServices): void {
-    const bodyAjv = addFormats(new Ajv({ allErrors: true, strict: true, useDefaults: true, coerceTypes: false }));
-    const queryAjv = addFormats(new Ajv({ allErrors: true, strict: true, useDefaults: true, coerceTypes: 'array' }));
+    const bodyAjv = createAjv({ useDefaults: true, coerceTypes: false });
+    const queryAjv = createAjv({ useDefaults: true, coerceTypes: 'array' });
     const parseJson = koaBody({ json: true, jsonStrict: true, jsonLimit: '1mb', text: false, urlencoded: false, multipart: false, patchKoa: true, onError: (err) => { throw err; } });
 
     for (const def of this.routes) {
@@ -200,9 +189,9 @@ export class RouteRegistry {
 
         const query: Record<string, unknown> = { ...ctx.query };
         if (services.config.allowQueryToken) delete query.token;
-        if (!validateQuery(query)) throw new ValidationFailed('The query is not valid', toDetails(validateQuery.errors, 'query'));
+        if (!validateQuery(query)) throw new ValidationFailed('The query is not valid', errorDetails(validateQuery.errors, 'query'));
         const body = hasBody ? (rawBody ?? {}) : undefined;
-        if (validateBody && !validateBody(body)) throw new ValidationFailed('The request body is not valid', toDetails(validateBody.errors, 'body'));
+        if (validateBody && !validateBody(body)) throw new ValidationFailed('The request body is not valid', errorDetails(validateBody.errors, 'body'));
 
         const result = await def.handler({ body, query, params, actor, visitor, membership, orgId: orgId ?? visitor?.orgId ?? null, ctx, meta, loaded });
         ctx.status = result.status ?? def.response.status;

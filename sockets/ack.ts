@@ -1,12 +1,11 @@
 // Wraps a socket event handler: validates the payload (ajv, compiled once), answers the ack, maps errors in one place.
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import type { Socket } from 'socket.io';
 import { toAppError, ValidationFailed } from '../server/errors.js';
 import type { Logger } from '../server/logger.js';
+import { createAjv, errorDetails } from '../server/validation.js';
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const ajv = addFormats(new Ajv({ allErrors: true, strict: true, coerceTypes: false }));
+const ajv = createAjv({ coerceTypes: false });
 const compiled = new Map<object, ValidateFunction>();
 
 /** Compiles each schema object once per process; pass module-level constants, never literals made per socket. */
@@ -28,10 +27,7 @@ export function on<P>(socket: Socket, logger: Logger, event: string, schema: obj
     const reply = typeof ack === 'function' ? (ack as (r: unknown) => void) : () => undefined;
     try {
       if (!validate(payload)) {
-        throw new ValidationFailed(
-          'The event payload is not valid',
-          (validate.errors ?? []).map((e) => ({ field: e.instancePath.slice(1) || String((e.params as Record<string, unknown>).missingProperty ?? (e.params as Record<string, unknown>).additionalProperty ?? ''), message: e.message ?? 'is invalid' })),
-        );
+        throw new ValidationFailed('The event payload is not valid', errorDetails(validate.errors, 'payload'));
       }
       const data = await handler(payload as P);
       reply({ success: true, data: data ?? {} });

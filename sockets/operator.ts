@@ -1,7 +1,6 @@
 // Agent socket events. The membership is reloaded for privileged events, so a role change or suspension applies at once.
 import type { Membership } from '../db/models/Membership.js';
 import { presentMessage } from '../server/presenters/conversation.js';
-import { AgentService } from '../server/services/agents.js';
 import { on } from './ack.js';
 import type { AgentStatus, ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
 import type { AppSocket, RealtimeDeps } from './index.js';
@@ -64,8 +63,7 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
 
   on<{ status: AgentStatus }>(socket, log, 'update_status', schemas.updateStatus, async (p) => {
     await activeMembership();
-    const status = await deps.agents.setStatus(orgId, actor.userId, p.status);
-    return { status: status ?? AgentService.effectiveStatus(true, p.status) };
+    return { status: await deps.agents.setStatus(orgId, actor.userId, p.status) };
   });
 
   on<SyncPayload>(socket, log, 'sync', schemas.sync, async (p) => {

@@ -2,8 +2,8 @@
 import type { Contact } from '../../db/models/Contact.js';
 import type { Conversation } from '../../db/models/Conversation.js';
 import type { Message } from '../../db/models/Message.js';
+import { iso } from './time.js';
 
-const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
 
 export function presentContact(c: Contact) {
   return { id: c.id, name: c.name ?? null, email: c.email ?? null, phone: c.phone ?? null, company: c.company ?? null, createdAt: iso(c.createdAt), updatedAt: iso(c.updatedAt) };

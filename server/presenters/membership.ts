@@ -1,5 +1,6 @@
 // Membership shape: a pending invitation shows the invited name and email until a user accepts it.
 import type { Membership } from '../../db/models/Membership.js';
+import { iso } from './time.js';
 
 export interface MembershipView {
   id: string;
@@ -15,7 +16,6 @@ export interface MembershipView {
 
 export type MembershipWithUser = Membership & { userName?: string | null; userEmail?: string | null };
 
-const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
 
 export function presentMembership(m: MembershipWithUser): MembershipView {
   return {

@@ -1,4 +1,5 @@
 import type { Notification } from '../../db/models/Notification.js';
+import { iso } from './time.js';
 
 export function presentNotification(n: Notification) {
   return {
@@ -9,8 +10,8 @@ export function presentNotification(n: Notification) {
     title: n.title,
     body: n.body ?? null,
     data: n.data ?? {},
-    readAt: n.readAt ? new Date(n.readAt).toISOString() : null,
-    createdAt: new Date(n.createdAt).toISOString(),
+    readAt: iso(n.readAt),
+    createdAt: iso(n.createdAt),
   };
 }
 

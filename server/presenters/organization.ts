@@ -1,6 +1,7 @@
 // Organization shapes: the full record and the short entry of an organization picker.
 import type { Organization } from '../../db/models/Organization.js';
 import type { Role } from '../../db/models/Membership.js';
+import { iso } from './time.js';
 
 export interface OrganizationView {
   id: string;
@@ -23,8 +24,8 @@ export function presentOrganization(org: Organization): OrganizationView {
     logoUrl: org.logoUrl ?? null,
     plan: org.plan,
     settings: org.settings ?? {},
-    createdAt: new Date(org.createdAt).toISOString(),
-    updatedAt: new Date(org.updatedAt).toISOString(),
+    createdAt: iso(org.createdAt),
+    updatedAt: iso(org.updatedAt),
   };
 }
 

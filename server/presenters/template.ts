@@ -1,4 +1,5 @@
 import type { Template } from '../../db/models/Template.js';
+import { iso } from './time.js';
 
 export function presentTemplate(t: Template) {
   return {
@@ -8,7 +9,7 @@ export function presentTemplate(t: Template) {
     shortcut: t.shortcut ?? null,
     category: t.category ?? null,
     createdBy: t.createdBy ?? null,
-    createdAt: new Date(t.createdAt).toISOString(),
-    updatedAt: new Date(t.updatedAt).toISOString(),
+    createdAt: iso(t.createdAt),
+    updatedAt: iso(t.updatedAt),
   };
 }

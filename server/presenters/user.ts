@@ -1,5 +1,6 @@
 // The only shape in which a user leaves the server: never the password hash.
 import type { User } from '../../db/models/User.js';
+import { iso } from './time.js';
 
 export interface UserView {
   id: string;
@@ -17,6 +18,6 @@ export function presentUser(user: User): UserView {
     name: user.name,
     avatarUrl: user.avatarUrl ?? null,
     emailVerified: !!user.emailVerifiedAt,
-    createdAt: new Date(user.createdAt).toISOString(),
+    createdAt: iso(user.createdAt),
   };
 }

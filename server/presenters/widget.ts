@@ -1,5 +1,6 @@
 // The widget's admin view (everything) and its public view (what a web page may read by public key).
 import type { Widget } from '../../db/models/Widget.js';
+import { iso } from './time.js';
 
 export function presentWidget(w: Widget) {
   return {
@@ -12,8 +13,8 @@ export function presentWidget(w: Widget) {
     allowedOrigins: w.allowedOrigins ?? [],
     ai: w.ai ?? {},
     collectUserInfo: w.collectUserInfo ?? {},
-    createdAt: new Date(w.createdAt).toISOString(),
-    updatedAt: new Date(w.updatedAt).toISOString(),
+    createdAt: iso(w.createdAt),
+    updatedAt: iso(w.updatedAt),
   };
 }
 

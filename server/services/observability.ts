@@ -1,10 +1,9 @@
 // AI-call observability: batches from the AI service validated event by event and stored in one statement.
-import { Ajv } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import type { Knex } from 'knex';
+import { createAjv, errorDetails } from '../validation.js';
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const ajv = addFormats(new Ajv({ allErrors: false, strict: true }));
+// The first error of an event is enough to report it.
+const ajv = createAjv({ allErrors: false });
 // The columns are 32-bit integers: input + output (the default total) must fit too.
 const count = { type: 'integer', minimum: 0, maximum: 1_000_000_000 } as const;
 const total = { type: 'integer', minimum: 0, maximum: 2_000_000_000 } as const;
@@ -85,9 +84,8 @@ export class ObservabilityService {
     events.forEach((event, index) => {
       if (validateEvent(event)) valid.push({ index, event: event as AiCallEvent });
       else {
-        const e = validateEvent.errors?.[0];
-        const field = e ? (e.instancePath.slice(1) || String((e.params as Record<string, unknown>).missingProperty ?? (e.params as Record<string, unknown>).additionalProperty ?? '')) : '';
-        errors.push({ index, message: `${field ? `${field} ` : ''}${e?.keyword === 'additionalProperties' ? 'is not an allowed field' : (e?.message ?? 'is invalid')}` });
+        const [first] = errorDetails(validateEvent.errors, 'event');
+        errors.push({ index, message: first ? `${first.field} ${first.message}` : 'is invalid' });
       }
     });
     // One query for every organization named, instead of one per event.

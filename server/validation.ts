@@ -1,0 +1,22 @@
+// One way to build ajv instances and to turn ajv errors into the contract's error details (REST, sockets, ingest).
+import { Ajv, type ErrorObject, type Options } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { ErrorDetail } from './errors.js';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+/** Strict ajv with the standard formats (email, uuid, date-time, uri, ...). */
+export function createAjv(options: Options = {}): Ajv {
+  return addFormats(new Ajv({ allErrors: true, strict: true, ...options }));
+}
+
+/** `{ field, message }` per ajv error; `field` is a dotted path, or `where` when the whole input is at fault. */
+export function errorDetails(errors: ErrorObject[] | null | undefined, where: string): ErrorDetail[] {
+  return (errors ?? []).map((e) => {
+    const base = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '';
+    const params = e.params as Record<string, string | undefined>;
+    const field = [base, params.missingProperty ?? params.additionalProperty].filter(Boolean).join('.') || where;
+    const message = e.keyword === 'additionalProperties' ? 'is not an allowed field' : (e.message ?? 'is invalid');
+    return { field, message, in: where };
+  });
+}
