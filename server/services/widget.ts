@@ -143,7 +143,7 @@ export class WidgetService {
         const first = await this.models.Message.forOrg(visitor.orgId, trx)
           .whereIn('conversationId', own)
           .findOne({ senderType: 'visitor', senderId: visitor.sessionId, clientMessageId: input.clientMessageId, seq: 1 });
-        const started = first && (await this.models.Conversation.query(trx).findById(first.conversationId));
+        const started = first && (await this.models.Conversation.forOrg(visitor.orgId, trx).findById(first.conversationId));
         if (first && started) return { message: first, conversation: started, duplicate: true, started: false, reopened: false };
       }
       const conversation = await this.models.Conversation.query(trx).insertAndFetch({
