@@ -72,7 +72,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
 
   const presence: Presence = redis ? new RedisPresence(redis) : new MemoryPresence();
   const notifications = new NotificationService({ models: db.models, events });
-  const messages = new MessageService({ models: db.models, knex: db.knex, events });
+  const messages = new MessageService({ models: db.models, knex: db.knex, events, batching: { concurrency: db.embedded ? 1 : 4, maxBatch: 200, prepared: !db.embedded } });
   const conversations = new ConversationService({ models: db.models, knex: db.knex, events });
   const routing = new RoutingService({ models: db.models, knex: db.knex, events, presence, notifications });
   const agents = new AgentService({ models: db.models, knex: db.knex, events, presence });

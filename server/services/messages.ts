@@ -5,6 +5,7 @@ import type { Conversation } from '../../db/models/Conversation.js';
 import type { Message, MessageType, SenderType } from '../../db/models/Message.js';
 import type { DomainEventBus } from '../events.js';
 import { Conflict, InvalidTransition, NotFound, ValidationFailed } from '../errors.js';
+import { MessageBatcher, type BatchStats, type MessageBatcherOptions } from './messageBatch.js';
 
 export type Sender =
   | { type: 'agent'; orgId: string; userId: string }
@@ -41,7 +42,15 @@ export class MessageService {
   /** Called after commit when a send started a new conversation (routing, notifications). */
   onConversationStarted: (conversation: Conversation) => Promise<void> = async () => undefined;
 
-  constructor(private readonly deps: { models: Models; knex: Knex; events: DomainEventBus }) {}
+  private readonly batcher: MessageBatcher;
+  /** How sends were written: batched appends vs the transactional path. */
+  get batchStats(): Readonly<BatchStats> {
+    return this.batcher.stats;
+  }
+
+  constructor(private readonly deps: { models: Models; knex: Knex; events: DomainEventBus; batching: MessageBatcherOptions }) {
+    this.batcher = new MessageBatcher(deps.knex, deps.batching);
+  }
 
   private get models() {
     return this.deps.models;
@@ -52,6 +61,14 @@ export class MessageService {
     if (input.private && sender.type !== 'agent' && sender.type !== 'system') throw new ValidationFailed('Only agents write internal notes', [{ field: 'private', message: 'is for agents only' }]);
     if (input.content.length === 0 || input.content.length > MAX_CONTENT_LENGTH) {
       throw new ValidationFailed(`content must be 1..${MAX_CONTENT_LENGTH} characters`, [{ field: 'content', message: 'has the wrong length' }]);
+    }
+    // Most sends are plain appends and go out in a batch with others; the rest (and anything the batch declines)
+    // take the transaction below, which holds every rule.
+    const batched = await this.batcher.append(sender, input);
+    if (batched) {
+      const result = { ...batched, duplicate: false, started: false };
+      this.announce(result);
+      return result;
     }
     const result = await this.deps.knex.transaction(async (trx) => {
       // The row lock serializes senders of one conversation: seq has no gaps and clientMessageId is checked race-free.

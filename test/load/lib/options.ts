@@ -43,7 +43,7 @@ export const USAGE = `npm run bench -- [flags]
   --visitors=N         widget visitors (default 10000)
   --agents=N           agents, spread over the organizations (default 100)
   --orgs=N             organizations (default 10)
-  --rates=a,b,c        chat send rates in messages/s, stepped up to the knee (default 50,100,200,400,800,1600,3200)
+  --rates=a,b,c        chat send rates in messages/s, stepped up to the knee (default 100,200,400,800,1600,2400,3200,4800,6400)
   --duration=S         seconds per chat step and per HTTP measure (default 5)
   --drain=S            seconds a chat step waits for late deliveries (default 3)
   --concurrency=N      socket handshakes in flight while ramping (default 200)
@@ -85,7 +85,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     visitors: quick ? 60 : 10_000,
     agents: quick ? 6 : 100,
     orgs: quick ? 3 : 10,
-    rates: quick ? [20, 40] : [50, 100, 200, 400, 800, 1600, 3200],
+    rates: quick ? [20, 40] : [100, 200, 400, 800, 1600, 2400, 3200, 4800, 6400],
     duration: quick ? 2 : 5,
     drain: quick ? 2 : 3,
     concurrency: quick ? 20 : 200,
