@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import knexModule, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import objection from 'objection';
+import { statement, type StatementFactory } from './statements.js';
 import { AgentRun } from './models/AgentRun.js';
 import { AuthSession } from './models/AuthSession.js';
 import { Contact } from './models/Contact.js';
@@ -37,6 +38,8 @@ export interface DatabaseOptions {
 
 export interface Database {
   knex: Knex;
+  /** Fixed SQL for hot paths; prepared statements on PostgreSQL. */
+  statement: StatementFactory;
   models: Models;
   embedded: boolean;
   migrate(): Promise<string[]>;
@@ -64,6 +67,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   const models = Object.fromEntries(Object.entries(MODELS).map(([name, model]) => [name, model.bindKnex(knex)])) as unknown as Models;
   return {
     knex,
+    statement: (name, text) => statement(knex, name, text, !!options.databaseUrl),
     models,
     embedded: !options.databaseUrl,
     async migrate() {

@@ -72,14 +72,14 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
 
   const presence: Presence = redis ? new RedisPresence(redis) : new MemoryPresence();
   const notifications = new NotificationService({ models: db.models, events });
-  const messages = new MessageService({ models: db.models, knex: db.knex, events, batching: { concurrency: db.embedded ? 1 : 4, maxBatch: 200, prepared: !db.embedded } });
-  const conversations = new ConversationService({ models: db.models, knex: db.knex, events });
+  const messages = new MessageService({ models: db.models, knex: db.knex, statement: db.statement, events, batching: { concurrency: db.embedded ? 1 : 4, maxBatch: 200 } });
+  const conversations = new ConversationService({ models: db.models, knex: db.knex, statement: db.statement, events });
   const routing = new RoutingService({ models: db.models, knex: db.knex, events, presence, notifications });
   const agents = new AgentService({ models: db.models, knex: db.knex, events, presence });
   const widget = new WidgetService({ models: db.models, knex: db.knex, tokens, messages, routing, notifications, publicUrl: config.publicUrl });
   messages.onConversationStarted = (conversation) =>
     widget.afterConversationStarted(conversation).catch((err) => logger.error({ err, conversationId: conversation.id }, 'routing a new conversation failed'));
-  const actors = new ActorResolver(db.knex, tokens);
+  const actors = new ActorResolver(db.statement, tokens);
   const templates = new TemplateService({ models: db.models });
   const observability = new ObservabilityService({ knex: db.knex });
   const ai = new AiService({ models: db.models, knex: db.knex, events, conversations, messages, routing, notifications });

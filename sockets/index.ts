@@ -91,6 +91,10 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     subClient = deps.redis.duplicate();
     pubClient.on('error', (err) => logger.warn({ err: err.message }, 'socket.io redis publisher error'));
     subClient.on('error', (err) => logger.warn({ err: err.message }, 'socket.io redis subscriber error'));
+    // Each organization's namespace gets an adapter that listens on these two clients: listeners grow with the
+    // organizations served, by design, not by leak.
+    pubClient.setMaxListeners(0);
+    subClient.setMaxListeners(0);
     io.adapter(createAdapter(pubClient, subClient));
   }
 

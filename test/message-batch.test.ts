@@ -174,6 +174,58 @@ describe('message batches (group commit)', () => {
     expectError(await owner.api.post('/conversations/not-a-uuid/messages', { content: 'x' }, { token: owner.accessToken }), 404, 'not_found');
   });
 
+  it("an id in another spelling is still one conversation: another organization's visitor cannot write into it", async () => {
+    const { owner, people } = await organization(1);
+    const other = await organization(1);
+    const victim = people[0]!;
+    const intruder = other.people[0]!;
+    // The intruder's send comes first in the turn, the owner's second.
+    const outcomes = await Promise.allSettled([
+      messages().send(visitorOf(intruder), { conversationId: victim.conversationId.toUpperCase(), content: 'injected' }),
+      messages().send(visitorOf(victim), { conversationId: victim.conversationId, content: 'mine' }),
+    ]);
+    expect(outcomes[0]!.status).to.equal('rejected');
+    expect((outcomes[0] as PromiseRejectedResult).reason).to.include({ code: 'not_found', status: 404 });
+    expect(outcomes[1]!.status).to.equal('fulfilled');
+    expect((outcomes[1] as PromiseFulfilledResult<SendResult>).value.conversation.organizationId).to.equal(owner.orgId);
+    const res = await owner.api.get(`/conversations/${victim.conversationId}`, { token: owner.accessToken });
+    expect(res.body.data.messages.map((m: any) => [m.seq, m.content])).to.deep.equal([[1, 'hello 0'], [2, 'mine']]);
+    expect(res.body.data.lastSeq).to.equal(2);
+  });
+
+  it('keeps the order of a conversation when its batch fails: the next send waits for the transactional path', async () => {
+    const { owner, people } = await organization(2);
+    const [x, y] = people;
+    for (let round = 0; round < 4; round++) {
+      // A (x) and a send that fails the statement (y) share a batch; B (x) waits behind A.
+      const [a, , b] = await Promise.allSettled([
+        messages().send(visitorOf(x!), { conversationId: x!.conversationId, content: `A${round}` }),
+        messages().send(visitorOf(y!), { conversationId: y!.conversationId, content: 'bad', clientMessageId: 'x'.repeat(101) }),
+        messages().send(visitorOf(x!), { conversationId: x!.conversationId, content: `B${round}` }),
+      ]);
+      const seqA = (a as PromiseFulfilledResult<SendResult>).value.message.seq;
+      const seqB = (b as PromiseFulfilledResult<SendResult>).value.message.seq;
+      expect(seqB, `round ${round}`).to.equal(seqA + 1);
+    }
+    const res = await owner.api.get(`/conversations/${x!.conversationId}`, { token: owner.accessToken });
+    expect(res.body.data.messages.map((m: any) => m.content)).to.deep.equal(['hello 0', 'A0', 'B0', 'A1', 'B1', 'A2', 'B2', 'A3', 'B3']);
+  });
+
+  it('refuses NUL characters with 400 before they reach a batch; the others in that turn are batched', async () => {
+    const { owner, people } = await organization(2);
+    const before = stats();
+    const outcomes = await Promise.allSettled([
+      messages().send(visitorOf(people[0]!), { conversationId: people[0]!.conversationId, content: 'nul \u0000 inside' }),
+      messages().send(visitorOf(people[1]!), { conversationId: people[1]!.conversationId, content: 'fine' }),
+      messages().send({ type: 'ai', orgId: owner.orgId }, { conversationId: people[1]!.conversationId, content: 'meta', metadata: { note: 'a\u0000b' } }),
+    ]);
+    expect(outcomes.map((o) => o.status)).to.deep.equal(['rejected', 'fulfilled', 'rejected']);
+    for (const o of [outcomes[0], outcomes[2]]) expect((o as PromiseRejectedResult).reason).to.include({ code: 'validation_failed', status: 400 });
+    expect(delta(before)).to.deep.equal({ batches: 1, appended: 1, declined: 0, failed: 0 });
+    // Over HTTP too, with the contract's error body.
+    expectError(await owner.api.post(`/conversations/${people[0]!.conversationId}/messages`, { content: 'x\u0000y' }, { token: owner.accessToken }), 400, 'validation_failed');
+  });
+
   describe('two instances writing to the same conversations (PostgreSQL)', () => {
     let second: TestServer | null = null;
     before(async function () {
@@ -183,6 +235,60 @@ describe('message batches (group commit)', () => {
     });
     after(async () => {
       await second?.stop();
+    });
+
+    it('a conversation locked elsewhere is skipped, not waited for: the rest of the batch is stored at once', async () => {
+      const { owner, people } = await organization(2);
+      const [held, free] = people;
+      const knex = sharedServer().server.db.knex;
+      const trx = await knex.transaction();
+      try {
+        await trx('conversations').where({ id: held!.conversationId }).forNoKeyUpdate().first();
+        let heldDone = false;
+        const heldSend = messages().send(visitorOf(held!), { conversationId: held!.conversationId, content: 'waits' }).then((r) => {
+          heldDone = true;
+          return r;
+        });
+        const freeSend = await messages().send(visitorOf(free!), { conversationId: free!.conversationId, content: 'goes' });
+        expect(freeSend.message.seq).to.equal(2);
+        await settle(100);
+        expect(heldDone).to.equal(false);
+        await trx.commit();
+        expect((await heldSend).message.seq).to.equal(2);
+      } finally {
+        if (!trx.isCompleted()) await trx.rollback();
+      }
+      const res = await owner.api.get(`/conversations/${held!.conversationId}`, { token: owner.accessToken });
+      expect(res.body.data.messages.map((m: any) => m.content)).to.deep.equal(['hello 0', 'waits']);
+    });
+
+    it('a send handed to the transactional path holds its conversation: the next send is not batched before it is stored', async () => {
+      const { owner, people } = await organization(2);
+      const [x, y] = people;
+      const knex = sharedServer().server.db.knex;
+      const trx = await knex.transaction();
+      try {
+        // x is locked elsewhere, so A (declined, with the failing send on y) waits on the transactional path.
+        await trx('conversations').where({ id: x!.conversationId }).forNoKeyUpdate().first();
+        const before = stats();
+        const sends = Promise.allSettled([
+          messages().send(visitorOf(x!), { conversationId: x!.conversationId, content: 'A' }),
+          messages().send(visitorOf(y!), { conversationId: y!.conversationId, content: 'bad', clientMessageId: 'x'.repeat(101) }),
+          messages().send(visitorOf(x!), { conversationId: x!.conversationId, content: 'B' }),
+        ]);
+        await settle(200);
+        // Only the first statement ran: B still waits for A.
+        expect(delta(before)).to.include({ batches: 1, failed: 1 });
+        await trx.commit();
+        const [a, , b] = await sends;
+        expect((a as PromiseFulfilledResult<SendResult>).value.message.seq).to.equal(2);
+        expect((b as PromiseFulfilledResult<SendResult>).value.message.seq).to.equal(3);
+        expect(delta(before)).to.deep.equal({ batches: 2, appended: 1, declined: 2, failed: 1 });
+      } finally {
+        if (!trx.isCompleted()) await trx.rollback();
+      }
+      const res = await owner.api.get(`/conversations/${x!.conversationId}`, { token: owner.accessToken });
+      expect(res.body.data.messages.map((m: any) => m.content)).to.deep.equal(['hello 0', 'A', 'B']);
     });
 
     it('batches on both lock in id order: no deadlock, every send stored once, seq gap-free per conversation', async () => {

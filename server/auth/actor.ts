@@ -1,5 +1,5 @@
 // Resolves who is calling from an access token: the session must be live and the role comes from the membership now.
-import type { Knex } from 'knex';
+import type { Statement, StatementFactory } from '../../db/statements.js';
 import type { Availability, Role, MembershipStatus } from '../../db/models/Membership.js';
 import { Unauthorized } from '../errors.js';
 import type { AccessClaims, TokenService } from './tokens.js';
@@ -17,23 +17,40 @@ export interface OperatorActor {
   tokenExpiresAt: number;
 }
 
+interface ActorRow {
+  revokedAt: Date | null;
+  expiresAt: Date;
+  email: string;
+  name: string;
+  membershipId: string | null;
+  role: Role;
+  status: MembershipStatus;
+  availability: Availability;
+}
+
+// Every authenticated request and handshake runs this, so it is a prepared statement.
+const ACTOR_SQL = `
+select s.revoked_at as "revokedAt", s.expires_at as "expiresAt", u.email, u.name,
+       m.id as "membershipId", m.role, m.status, m.availability
+from auth_sessions s
+join users u on u.id = s.user_id
+left join memberships m on m.user_id = u.id and m.organization_id = $3::uuid
+where s.id = $1::uuid and s.user_id = $2::uuid`;
+
 export class ActorResolver {
+  private readonly actorStatement: Statement<ActorRow>;
+
   constructor(
-    private readonly knex: Knex,
+    statement: StatementFactory,
     private readonly tokens: TokenService,
-  ) {}
+  ) {
+    this.actorStatement = statement<ActorRow>('resolve_actor', ACTOR_SQL);
+  }
 
   /** One query: session liveness, the user and the membership of the token's organization. */
   async fromAccessToken(token: string): Promise<OperatorActor> {
     const claims: AccessClaims = this.tokens.verifyAccess(token);
-    const row = await this.knex('auth_sessions as s')
-      .join('users as u', 'u.id', 's.user_id')
-      .leftJoin('memberships as m', (join) => {
-        join.on('m.user_id', '=', 'u.id').andOn('m.organization_id', '=', this.knex.raw('?', [claims.orgId ?? '00000000-0000-0000-0000-000000000000']));
-      })
-      .where('s.id', claims.sid)
-      .andWhere('s.user_id', claims.sub)
-      .first('s.revoked_at', 's.expires_at', 'u.email', 'u.name', 'm.id as membership_id', 'm.role', 'm.status', 'm.availability');
+    const [row] = await this.actorStatement.rows([claims.sid, claims.sub, claims.orgId ?? null]);
     if (!row || row.revokedAt || new Date(row.expiresAt).getTime() <= Date.now()) {
       throw new Unauthorized('The session has ended; sign in again');
     }

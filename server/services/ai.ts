@@ -88,7 +88,7 @@ export class AiService {
    */
   async escalate(orgId: string, conversationId: string, reason: string | null): Promise<Conversation> {
     const { escalated, statusChanged } = await this.deps.knex.transaction(async (trx) => {
-      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
+      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forNoKeyUpdate();
       if (!current) throw new NotFound('Conversation');
       if (current.status === 'closed') throw new InvalidTransition('A closed conversation cannot be escalated');
       const escalated = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { escalatedAt: new Date(), status: 'open', resolvedAt: null });

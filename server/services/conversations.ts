@@ -2,6 +2,7 @@
 import type { Knex } from 'knex';
 import { containsPattern } from '../../db/search.js';
 import type { Models } from '../../db/index.js';
+import { rowFromJson, type Statement, type StatementFactory } from '../../db/statements.js';
 import type { Contact } from '../../db/models/Contact.js';
 import type { Conversation, ConversationStatus } from '../../db/models/Conversation.js';
 import type { Message } from '../../db/models/Message.js';
@@ -35,8 +36,27 @@ export interface ContactInput {
 
 const RECENTS_KEPT = 20;
 
+// The most read route of the inbox in one round trip: the conversation, its whole history oldest first (as json,
+// which the client parses natively instead of row by row), and the viewer's recents row, written only for a
+// conversation of this organization.
+const HISTORY_SQL = `
+with conv as (
+  select * from conversations where id = $1::uuid and organization_id = $2::uuid
+), viewed as (
+  insert into conversation_views (user_id, conversation_id, organization_id, viewed_at)
+  select $3::uuid, id, organization_id, now() from conv
+  on conflict (user_id, conversation_id) do update set viewed_at = excluded.viewed_at
+)
+select row_to_json(conv) as conversation,
+  coalesce((select json_agg(m order by m.seq) from messages m where m.organization_id = $2::uuid and m.conversation_id = $1::uuid), '[]'::json) as messages
+from conv`;
+
 export class ConversationService {
-  constructor(private readonly deps: { models: Models; knex: Knex; events: DomainEventBus }) {}
+  private readonly history: Statement<{ conversation: Record<string, unknown>; messages: Record<string, unknown>[] }>;
+
+  constructor(private readonly deps: { models: Models; knex: Knex; statement: StatementFactory; events: DomainEventBus }) {
+    this.history = deps.statement('conversation_history', HISTORY_SQL);
+  }
 
   private get models() {
     return this.deps.models;
@@ -77,25 +97,14 @@ export class ConversationService {
 
   /** Spec endpoint 6: the conversation with its whole history, oldest first; remembered in the viewer's recents. */
   async getWithHistory(orgId: string, userId: string, conversationId: string): Promise<{ conversation: Conversation; messages: Message[] }> {
-    // Three independent statements at once; the recents row is written only for a conversation of this organization.
-    // Plain rows (knex, no models) for the most read route of the inbox.
-    const [found, messages] = await Promise.all([
-      this.deps.knex('conversations').where({ id: conversationId, organizationId: orgId }).first() as Promise<Conversation | undefined>,
-      this.deps.knex('messages').where({ organizationId: orgId, conversationId }).orderBy('seq', 'asc') as Promise<Message[]>,
-      this.deps.knex.raw(
-        `insert into conversation_views (user_id, conversation_id, organization_id, viewed_at)
-         select ?, id, organization_id, now() from conversations where id = ? and organization_id = ?
-         on conflict (user_id, conversation_id) do update set viewed_at = excluded.viewed_at`,
-        [userId, conversationId, orgId],
-      ),
-    ]);
-    if (!found) throw new NotFound('Conversation');
-    return { conversation: await this.withContact(found), messages };
+    const [row] = await this.history.rows([conversationId, orgId, userId]);
+    if (!row) throw new NotFound('Conversation');
+    return { conversation: await this.withContact(rowFromJson<Conversation>(row.conversation)), messages: row.messages.map((m) => rowFromJson<Message>(m)) };
   }
 
   async changeStatus(orgId: string, conversationId: string, status: ConversationStatus): Promise<Conversation> {
     const { conversation, changed } = await this.deps.knex.transaction(async (trx) => {
-      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
+      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forNoKeyUpdate();
       if (!current) throw new NotFound('Conversation');
       if (current.status === status) return { conversation: current, changed: false };
       if (!TRANSITIONS[current.status].includes(status)) throw new InvalidTransition(`A ${current.status} conversation cannot become ${status}`);
@@ -144,7 +153,7 @@ export class ConversationService {
    */
   async linkContact(orgId: string, conversationId: string, input: ContactInput): Promise<Conversation> {
     const conversation = await this.deps.knex.transaction(async (trx) => {
-      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
+      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forNoKeyUpdate();
       if (!current) throw new NotFound('Conversation');
       let contact: Contact | null = null;
       if (input.contactId) {

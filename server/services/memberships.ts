@@ -84,7 +84,7 @@ export class MembershipService {
 
   /** Locks the organization row, so seat counts and owner counts cannot change under a membership change. */
   private async lockOrganization(orgId: string, trx: Knex.Transaction): Promise<Organization> {
-    const organization = await this.models.Organization.query(trx).findById(orgId).forUpdate();
+    const organization = await this.models.Organization.query(trx).findById(orgId).forNoKeyUpdate();
     if (!organization) throw new NotFound('Organization');
     return organization;
   }

@@ -9,9 +9,9 @@
 // caller runs its transactional path, which owns every rule and error. The unique index on
 // (conversation_id, client_message_id) guards the race the batch cannot see: a concurrent retry makes the
 // statement fail, and the retries then meet the stored message on the transactional path.
-import type { Knex } from 'knex';
 import type { Conversation } from '../../db/models/Conversation.js';
 import type { Message } from '../../db/models/Message.js';
+import { rowFromJson, type Statement, type StatementFactory } from '../../db/statements.js';
 import type { Sender, SendInput } from './messages.js';
 
 export interface BatchedSend {
@@ -20,10 +20,16 @@ export interface BatchedSend {
   reopened: boolean;
 }
 
+/** What a send gets from the batcher: the stored message, or null and a release for the transactional path. */
+export interface BatchAnswer {
+  batched: BatchedSend | null;
+  release: () => void;
+}
+
 interface Pending {
   sender: Sender;
   input: SendInput;
-  resolve: (result: BatchedSend | null) => void;
+  resolve: (answer: BatchAnswer) => void;
 }
 
 export interface MessageBatcherOptions {
@@ -31,28 +37,24 @@ export interface MessageBatcherOptions {
   concurrency: number;
   /** Most messages one statement carries. */
   maxBatch: number;
-  /**
-   * Run the statement as a named prepared statement (node-postgres): PostgreSQL parses and plans it once per
-   * connection instead of once per batch. PGlite's driver has no named statements.
-   */
-  prepared: boolean;
 }
 
-/** The two drivers behind knex: node-postgres takes a query config, PGlite text and values. */
-interface DriverConnection {
-  query(config: { name: string; text: string; values: unknown[] } | string, values?: unknown[]): Promise<{ rows: unknown[] }>;
-}
-interface PooledClient {
-  acquireConnection(): Promise<DriverConnection>;
-  releaseConnection(connection: DriverConnection): Promise<void>;
+interface AppendRow {
+  ord: number;
+  previous_status: string;
+  conversation: Record<string, unknown>;
+  message: Record<string, unknown>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-// Per input row: which conversation, who sends and what. Locks are taken in id order so two batches never deadlock;
-// the `= any(array(...))` lets the planner find the rows by primary key (it cannot estimate the recordset's size).
-// The UPDATE's SET reads the row version it locked, so last_seq + 1 is right even after waiting for another writer.
-// The NOT EXISTS reads the statement's snapshot; a retry committed meanwhile is caught by the unique index instead.
+// Per input row (`ord`): which conversation, who sends and what; every later step joins on ord, so a row only ever
+// writes where its own organization and visitor checks passed. Locks are taken in id order, and a conversation
+// another transaction holds is skipped (declined) rather than waited for: one busy row never stalls the batch.
+// NO KEY UPDATE is enough to serialize writers and still lets inserts that merely reference the row (views, runs)
+// through. The `= any(array(...))` lets the planner find the rows by primary key (it cannot size the recordset).
+// Since no lock is waited for, the time taken just before the statement is the time of the write. The NOT EXISTS reads the statement's snapshot; a retry
+// committed meanwhile is caught by the unique index instead.
 const APPEND_SQL = `
 with input as (
   select * from jsonb_to_recordset($1::jsonb) as i(
@@ -60,13 +62,13 @@ with input as (
     content text, type text, private boolean, metadata jsonb, client_message_id text)
 ),
 target as (
-  select c.id, c.status as previous_status
+  select c.id, i.ord, c.status as previous_status
   from conversations c join input i on i.conversation_id = c.id
   where c.id = any(array(select conversation_id from input))
     and c.organization_id = i.organization_id and c.status <> 'closed'
     and (i.visitor_session_id is null or c.visitor_session_id = i.visitor_session_id)
   order by c.id
-  for update of c
+  for no key update of c skip locked
 ),
 conv as (
   update conversations c set
@@ -78,7 +80,7 @@ conv as (
     resolved_at = case when i.sender_type = 'visitor' and c.status = 'resolved' then null else c.resolved_at end,
     first_reply_at = case when i.sender_type = 'agent' and not i.private then coalesce(c.first_reply_at, $2::timestamptz) else c.first_reply_at end,
     human_joined_at = case when i.sender_type = 'agent' then coalesce(c.human_joined_at, $2::timestamptz) else c.human_joined_at end
-  from target t join input i on i.conversation_id = t.id
+  from target t join input i on i.ord = t.ord
   where c.id = t.id
     and (i.client_message_id is null or not exists (
       select 1 from messages m where m.conversation_id = c.id and m.client_message_id = i.client_message_id))
@@ -92,27 +94,6 @@ msg as (
 )
 select conv.batch_ord as ord, conv.batch_previous_status as previous_status, to_jsonb(conv) as conversation, to_jsonb(msg) as message
 from conv join msg on msg.conversation_id = conv.id`;
-
-const camelKeys = new Map<string, string>();
-const camel = (key: string): string => {
-  let k = camelKeys.get(key);
-  if (k === undefined) {
-    k = key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-    camelKeys.set(key, k);
-  }
-  return k;
-};
-
-/** A row that came back as jsonb, shaped like a knex row: camelCased keys, timestamp columns (`*_at`) as Dates. */
-function rowOf<T>(json: Record<string, unknown>): T {
-  const row: Record<string, unknown> = {};
-  for (const key in json) {
-    if (key.startsWith('batch_')) continue;
-    const value = json[key];
-    row[camel(key)] = key.endsWith('_at') && typeof value === 'string' ? new Date(value) : value;
-  }
-  return row as T;
-}
 
 /** Counters since start: how sends went, for benchmarks and tests. */
 export interface BatchStats {
@@ -131,22 +112,34 @@ export class MessageBatcher {
   private queue: Pending[] = [];
   private running = 0;
   private scheduled = false;
-  /** Conversations with a batch in flight: their next message waits, so one conversation's sends keep their order. */
+  /**
+   * Conversations with a send in flight, in a batch or handed back to the transactional path: their next message
+   * waits until that one is stored (or refused), so one conversation's sends keep their order.
+   */
   private busy = new Set<string>();
 
-  constructor(
-    private readonly knex: Knex,
-    private readonly options: MessageBatcherOptions,
-  ) {}
+  private readonly appendStatement: Statement<AppendRow>;
 
-  /** Appends through a batch, or answers null when the send needs the transactional path. */
-  append(sender: Sender, input: SendInput): Promise<BatchedSend | null> {
+  constructor(
+    statement: StatementFactory,
+    private readonly options: MessageBatcherOptions,
+  ) {
+    this.appendStatement = statement<AppendRow>('append_messages', APPEND_SQL);
+  }
+
+  /**
+   * Appends through a batch. When the answer has no `batched` result the send needs the transactional path, and
+   * the caller must call `release` once that path is done: until then the conversation's later sends wait.
+   */
+  append(sender: Sender, input: SendInput): Promise<BatchAnswer> {
     if (!UUID.test(input.conversationId)) {
       this.stats.declined++;
-      return Promise.resolve(null);
+      return Promise.resolve({ batched: null, release: () => undefined });
     }
+    // One spelling per conversation, so "busy" and one-per-batch hold however the client cased the id.
+    const conversationId = input.conversationId.toLowerCase();
     return new Promise((resolve) => {
-      this.queue.push({ sender, input, resolve });
+      this.queue.push({ sender, input: { ...input, conversationId }, resolve });
       this.schedule();
     });
   }
@@ -161,46 +154,63 @@ export class MessageBatcher {
     });
   }
 
+  private release(conversationId: string): void {
+    this.busy.delete(conversationId);
+    if (this.queue.length > 0) this.schedule();
+  }
+
   private pump(): void {
     while (this.running < this.options.concurrency && this.queue.length > 0) {
       const batch: Pending[] = [];
       const rest: Pending[] = [];
-      const taken = new Set<string>();
       for (const p of this.queue) {
         const id = p.input.conversationId;
-        if (batch.length < this.options.maxBatch && !this.busy.has(id) && !taken.has(id)) {
+        if (batch.length < this.options.maxBatch && !this.busy.has(id)) {
           batch.push(p);
-          taken.add(id);
+          this.busy.add(id);
         } else {
           rest.push(p);
         }
       }
       if (batch.length === 0) return;
       this.queue = rest;
-      for (const id of taken) this.busy.add(id);
       this.running++;
       void this.run(batch).finally(() => {
         this.running--;
-        for (const id of taken) this.busy.delete(id);
         if (this.queue.length > 0) this.schedule();
       });
     }
   }
 
-  /** One statement on a pooled connection, outside knex's query builder: the SQL is fixed, only values change. */
-  private async execute(values: unknown[]): Promise<unknown[]> {
-    const client = this.knex.client as unknown as PooledClient;
-    const connection = await client.acquireConnection();
+  private async run(batch: Pending[]): Promise<void> {
+    const answers: BatchAnswer[] = batch.map((p) => ({ batched: null, release: () => this.release(p.input.conversationId) }));
     try {
-      const result = this.options.prepared ? await connection.query({ name: 'append_messages', text: APPEND_SQL, values }) : await connection.query(APPEND_SQL, values);
-      return result.rows;
-    } finally {
-      await client.releaseConnection(connection);
+      const rows = await this.write(batch);
+      for (const r of rows) {
+        const p = batch[r.ord]!;
+        answers[r.ord] = {
+          batched: {
+            conversation: rowFromJson<Conversation>(r.conversation, 'batch_'),
+            message: rowFromJson<Message>(r.message),
+            reopened: p.sender.type === 'visitor' && r.previous_status === 'resolved',
+          },
+          release: () => undefined,
+        };
+        // Stored: the conversation's next send may go.
+        this.busy.delete(p.input.conversationId);
+      }
+      this.stats.appended += rows.length;
+      this.stats.declined += batch.length - rows.length;
+    } catch {
+      // Nothing was written (one statement): every send of the batch takes the transactional path, which reports
+      // its own error. Their conversations stay busy until each is released.
+      this.stats.failed++;
+      this.stats.declined += batch.length;
     }
+    batch.forEach((p, i) => p.resolve(answers[i]!));
   }
 
-  private async run(batch: Pending[]): Promise<void> {
-    const now = new Date();
+  private async write(batch: Pending[]): Promise<AppendRow[]> {
     const input = batch.map(({ sender, input }, ord) => ({
       ord,
       organization_id: sender.orgId,
@@ -215,27 +225,6 @@ export class MessageBatcher {
       client_message_id: input.clientMessageId ?? null,
     }));
     this.stats.batches++;
-    let rows: Array<{ ord: number; previous_status: string; conversation: Record<string, unknown>; message: Record<string, unknown> }>;
-    try {
-      rows = (await this.execute([JSON.stringify(input), now.toISOString()])) as typeof rows;
-    } catch {
-      // Nothing was written (one statement): every send of the batch takes the transactional path, which reports its own error.
-      this.stats.failed++;
-      this.stats.declined += batch.length;
-      for (const p of batch) p.resolve(null);
-      return;
-    }
-    const done = new Array<BatchedSend | null>(batch.length).fill(null);
-    for (const r of rows) {
-      const sender = batch[r.ord]!.sender;
-      done[r.ord] = {
-        conversation: rowOf<Conversation>(r.conversation),
-        message: rowOf<Message>(r.message),
-        reopened: sender.type === 'visitor' && r.previous_status === 'resolved',
-      };
-    }
-    this.stats.appended += rows.length;
-    this.stats.declined += batch.length - rows.length;
-    batch.forEach((p, i) => p.resolve(done[i]!));
+    return this.appendStatement.rows([JSON.stringify(input), new Date().toISOString()]);
   }
 }

@@ -1,6 +1,7 @@
 // The one send path for REST, agent sockets, visitor sockets and the AI service: store first, announce after commit.
 import type { Knex } from 'knex';
 import type { Models } from '../../db/index.js';
+import type { StatementFactory } from '../../db/statements.js';
 import type { Conversation } from '../../db/models/Conversation.js';
 import type { Message, MessageType, SenderType } from '../../db/models/Message.js';
 import type { DomainEventBus } from '../events.js';
@@ -35,6 +36,9 @@ export interface SendResult {
 
 export const MAX_CONTENT_LENGTH = 50_000;
 
+/** A NUL escape in JSON text: `\u0000` after an even number of backslashes (an odd one would be a literal backslash). */
+const NUL_IN_JSON = /(?:^|[^\\])(?:\\\\)*\\u0000/;
+
 /** The id stored as a message's senderId: the agent's user, the visitor's session, none for ai and system. */
 const senderIdOf = (sender: Sender): string | null => (sender.type === 'agent' ? sender.userId : sender.type === 'visitor' ? sender.sessionId : null);
 
@@ -48,8 +52,8 @@ export class MessageService {
     return this.batcher.stats;
   }
 
-  constructor(private readonly deps: { models: Models; knex: Knex; events: DomainEventBus; batching: MessageBatcherOptions }) {
-    this.batcher = new MessageBatcher(deps.knex, deps.batching);
+  constructor(private readonly deps: { models: Models; knex: Knex; statement: StatementFactory; events: DomainEventBus; batching: MessageBatcherOptions }) {
+    this.batcher = new MessageBatcher(deps.statement, deps.batching);
   }
 
   private get models() {
@@ -62,19 +66,35 @@ export class MessageService {
     if (input.content.length === 0 || input.content.length > MAX_CONTENT_LENGTH) {
       throw new ValidationFailed(`content must be 1..${MAX_CONTENT_LENGTH} characters`, [{ field: 'content', message: 'has the wrong length' }]);
     }
+    // PostgreSQL text cannot hold NUL; refused here with a clear error rather than failing a batch of other people's sends.
+    if (input.content.includes('\u0000') || (input.metadata && NUL_IN_JSON.test(JSON.stringify(input.metadata)))) {
+      throw new ValidationFailed('Text must not contain NUL characters', [{ field: input.content.includes('\u0000') ? 'content' : 'metadata', message: 'contains a NUL character' }]);
+    }
     // Most sends are plain appends and go out in a batch with others; the rest (and anything the batch declines)
     // take the transaction below, which holds every rule.
-    const batched = await this.batcher.append(sender, input);
+    const { batched, release } = await this.batcher.append(sender, input);
     if (batched) {
       const result = { ...batched, duplicate: false, started: false };
       this.announce(result);
       return result;
     }
-    const result = await this.deps.knex.transaction(async (trx) => {
+    try {
+      const result = await this.store(sender, input);
+      if (!result.duplicate) this.announce(result);
+      return result;
+    } finally {
+      // Announced (or refused): the conversation's next send may go.
+      release();
+    }
+  }
+
+  /** The transactional path: every rule of a send, one conversation locked at a time. */
+  private store(sender: Sender, input: SendInput): Promise<SendResult> {
+    return this.deps.knex.transaction(async (trx) => {
       // The row lock serializes senders of one conversation: seq has no gaps and clientMessageId is checked race-free.
       // The hot path speaks knex directly: rows come back camelCased (the snake-case mappers sit on knex itself)
       // without Objection's per-query and per-model work, which was most of a send's CPU.
-      const conversation = (await trx('conversations').where({ id: input.conversationId, organizationId: sender.orgId }).forUpdate().first()) as Conversation | undefined;
+      const conversation = (await trx('conversations').where({ id: input.conversationId, organizationId: sender.orgId }).forNoKeyUpdate().first()) as Conversation | undefined;
       if (!conversation || (sender.type === 'visitor' && conversation.visitorSessionId !== sender.sessionId)) throw new NotFound('Conversation');
       if (input.clientMessageId) {
         // A statement of its own, after the lock: its snapshot sees what a concurrent sender committed meanwhile
@@ -109,8 +129,6 @@ export class MessageService {
       const appended = await this.append(trx, conversation, sender, input);
       return { ...appended, duplicate: false, started: false };
     });
-    if (!result.duplicate) this.announce(result);
-    return result;
   }
 
   /** Publishes what a committed send changed; called after the transaction, never inside it. */

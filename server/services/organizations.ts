@@ -97,7 +97,7 @@ export class OrganizationService {
 
   async update(orgId: string, input: { name?: string; domain?: string | null; logoUrl?: string | null; settings?: OrganizationSettings }): Promise<Organization> {
     return this.deps.knex.transaction(async (trx) => {
-      const organization = await this.models.Organization.query(trx).findById(orgId).forUpdate();
+      const organization = await this.models.Organization.query(trx).findById(orgId).forNoKeyUpdate();
       if (!organization) throw new NotFound('Organization');
       const patch: Partial<Organization> = {};
       if (input.name !== undefined) patch.name = input.name.trim();

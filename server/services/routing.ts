@@ -53,7 +53,7 @@ export class RoutingService {
   async assignLeastBusy(orgId: string, conversationId: string, reason: string): Promise<Conversation> {
     const { conversation, changed } = await this.deps.knex.transaction(async (trx) => {
       await trx.raw('select pg_advisory_xact_lock(hashtext(?), hashtext(?))', ['auto-assign', orgId]);
-      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
+      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forNoKeyUpdate();
       if (!current) throw new NotFound('Conversation');
       if (current.assignedTo || current.status === 'closed') return { conversation: current, changed: false };
       const agentId = await this.pickAgent(orgId, trx);
@@ -71,7 +71,7 @@ export class RoutingService {
       if (!member) throw new ValidationFailed('The assignee is not an active member of this organization', [{ field: 'agentId', message: 'is not an active member' }]);
     }
     const { conversation, changed } = await this.deps.knex.transaction(async (trx) => {
-      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forUpdate();
+      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forNoKeyUpdate();
       if (!current) throw new NotFound('Conversation');
       if (current.assignedTo === agentId) return { conversation: current, changed: false };
       return { conversation: await this.applyAssignment(trx, orgId, current, agentId), changed: true };

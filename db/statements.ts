@@ -1,0 +1,63 @@
+// Fixed SQL for the hottest paths (sends, the caller of every request, the conversation read), run on a pooled
+// connection without knex's query builder. On PostgreSQL each is a named prepared statement: parsed and planned once
+// per connection, not on every call. Everything else goes through knex and Objection as usual.
+import type { Knex } from 'knex';
+
+/** The two drivers behind knex: node-postgres takes a query config, PGlite text and values. */
+interface DriverConnection {
+  query(config: { name: string; text: string; values: unknown[] } | string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+interface PooledClient {
+  acquireConnection(): Promise<DriverConnection>;
+  releaseConnection(connection: DriverConnection): Promise<void>;
+}
+
+export interface Statement<Row> {
+  rows(values: unknown[]): Promise<Row[]>;
+}
+
+/** Makes statements on one database (prepared or not, as its driver allows). */
+export type StatementFactory = <Row>(name: string, text: string) => Statement<Row>;
+
+/**
+ * A statement with `$n` placeholders. `prepared` is for node-postgres (PGlite's driver has no named statements);
+ * names must be unique per process, since a connection keeps each name for one text.
+ */
+export function statement<Row>(knex: Knex, name: string, text: string, prepared: boolean): Statement<Row> {
+  const client = knex.client as unknown as PooledClient;
+  return {
+    async rows(values) {
+      const connection = await client.acquireConnection();
+      try {
+        const result = prepared ? await connection.query({ name, text, values }) : await connection.query(text, values);
+        return result.rows as Row[];
+      } finally {
+        await client.releaseConnection(connection);
+      }
+    },
+  };
+}
+
+const camelKeys = new Map<string, string>();
+const camel = (key: string): string => {
+  let k = camelKeys.get(key);
+  if (k === undefined) {
+    k = key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+    camelKeys.set(key, k);
+  }
+  return k;
+};
+
+/**
+ * A row that came back as jsonb (`to_jsonb(t)`), shaped like a knex row: camelCased keys and timestamp columns
+ * (named `*_at` throughout the schema) as Dates. Keys starting with `skip` are left out.
+ */
+export function rowFromJson<T>(json: Record<string, unknown>, skip?: string): T {
+  const row: Record<string, unknown> = {};
+  for (const key in json) {
+    if (skip && key.startsWith(skip)) continue;
+    const value = json[key];
+    row[camel(key)] = key.endsWith('_at') && typeof value === 'string' ? new Date(value) : value;
+  }
+  return row as T;
+}
