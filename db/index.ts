@@ -34,6 +34,8 @@ export type Models = typeof MODELS;
 export interface DatabaseOptions {
   databaseUrl: string | null;
   dataDir: string;
+  /** Named prepared statements on PostgreSQL (default true); PGlite never uses them. */
+  preparedStatements?: boolean;
 }
 
 export interface Database {
@@ -67,7 +69,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   const models = Object.fromEntries(Object.entries(MODELS).map(([name, model]) => [name, model.bindKnex(knex)])) as unknown as Models;
   return {
     knex,
-    statement: (name, text) => statement(knex, name, text, !!options.databaseUrl),
+    statement: (name, text) => statement(knex, name, text, !!options.databaseUrl && options.preparedStatements !== false),
     models,
     embedded: !options.databaseUrl,
     async migrate() {

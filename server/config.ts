@@ -25,6 +25,8 @@ export interface Config {
   trustProxy: boolean;
   logLevel: string;
   migrateOnStart: boolean;
+  /** Named prepared statements for the hot queries on PostgreSQL (off behind a transaction-pooling proxy). */
+  preparedStatements: boolean;
   allowQueryToken: boolean;
   observabilityRetentionDays: number;
   storage: {
@@ -163,6 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: bool('TRUST_PROXY', false),
     logLevel,
     migrateOnStart: bool('MIGRATE_ON_START', true),
+    preparedStatements: bool('DATABASE_PREPARED_STATEMENTS', true),
     allowQueryToken: bool('ALLOW_QUERY_TOKEN', false),
     observabilityRetentionDays: int('OBSERVABILITY_RETENTION_DAYS', 90, 1, 3650),
     storage: { driver, s3 },

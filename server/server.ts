@@ -56,7 +56,7 @@ export interface AppServer {
 
 export function createServer(config: Config, opts: { logger?: Logger } = {}): AppServer {
   const logger = opts.logger ?? createLogger(config.logLevel);
-  const db = createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const db = createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, preparedStatements: config.preparedStatements });
   const redis = config.redisUrl ? createRedis(config.redisUrl, logger, 'main') : null;
   const events = new DomainEventBus(logger);
   const tokens = new TokenService(config);

@@ -76,6 +76,7 @@ describe('config', () => {
         LOG_LEVEL: 'WARN',
         ACCESS_TOKEN_TTL: '5m',
         MIGRATE_ON_START: 'false',
+        DATABASE_PREPARED_STATEMENTS: 'false',
       });
       expect(config.port).to.equal(4000);
       expect(config.host).to.equal('127.0.0.1');
@@ -92,6 +93,8 @@ describe('config', () => {
       expect(config.logLevel).to.equal('warn');
       expect(config.accessTokenTtlSeconds).to.equal(300);
       expect(config.migrateOnStart).to.equal(false);
+      expect(config.preparedStatements).to.equal(false);
+      expect(loadConfig({ ...SECRETS, DATA_DIR: dir }).preparedStatements).to.equal(true);
       expect(existsSync(path.join(dir, 'secrets.json')), 'no secrets generated when all are given').to.equal(false);
     });
 

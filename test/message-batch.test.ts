@@ -10,6 +10,7 @@ import { sharedServer } from './helpers/hooks.js';
 import { newVisitor, startConversation, type Visitor } from './helpers/live.js';
 import { ackData, closeAfterEach } from './helpers/socket-acks.js';
 import { collect, connectOk, request, settle } from './helpers/sockets.js';
+import { Api } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { expectError } from './helpers/tenancy.js';
 
@@ -231,7 +232,8 @@ describe('message batches (group commit)', () => {
     before(async function () {
       // Only a real PostgreSQL has concurrent writers; PGlite runs one statement at a time.
       if (!process.env.DATABASE_URL) this.skip();
-      second = await startTestServer();
+      // The second instance runs its statements unprepared, as behind a transaction-pooling proxy.
+      second = await startTestServer({ DATABASE_PREPARED_STATEMENTS: 'false' });
     });
     after(async () => {
       await second?.stop();
@@ -315,6 +317,10 @@ describe('message batches (group commit)', () => {
         // A retry answered with the stored message, never a second one.
         const mine = results.filter((r) => r.message.conversationId === v.conversationId);
         expect(mine.filter((r) => !r.duplicate)).to.have.length(16);
+        // The unprepared instance reads it the same (the caller's statement and the history statement).
+        const there = await new Api(second!.baseUrl).get(`/conversations/${v.conversationId}`, { token: owner.accessToken });
+        expect(there.status).to.equal(200);
+        expect(there.body.data).to.deep.equal(res.body.data);
       }
     });
   });
