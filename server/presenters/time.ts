@@ -2,5 +2,7 @@
 export function iso(d: Date | string): string;
 export function iso(d: Date | string | null | undefined): string | null;
 export function iso(d: Date | string | null | undefined): string | null {
-  return d ? new Date(d).toISOString() : null;
+  if (!d) return null;
+  // Rows carry Dates; only a few callers hand in strings. No copy for the common case (50 per conversation read).
+  return d instanceof Date ? d.toISOString() : new Date(d).toISOString();
 }
