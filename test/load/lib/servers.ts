@@ -19,6 +19,8 @@ export interface RunContext {
   /** Core the servers are pinned to, or null when not pinning. */
   serverCore: number | null;
   log: (line: string) => void;
+  /** Knees the chat scenario found in this run (one instance), for the cluster's per-instance comparison. */
+  singleInstanceKnees?: { app: number | null; baseline: number | null };
 }
 
 const BENCH_SECRETS = {

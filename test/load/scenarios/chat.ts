@@ -98,6 +98,8 @@ export const chat: Scenario = {
     } finally {
       await relay.child.stop();
     }
+    // A knee that ended on a generator-bound step is only a lower bound: not a reference for the cluster.
+    ctx.singleInstanceKnees = { app: appRun.generatorBound ? null : appRun.knee, baseline: baseRun.generatorBound ? null : baseRun.knee };
     return { rows: chatRows(appRun, baseRun, ctx), details: { database: app.dataDir ? 'embedded (PGlite)' : 'PostgreSQL', app: appRun, baseline: baseRun, serverLog: app.child.log } };
   },
 };

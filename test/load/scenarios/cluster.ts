@@ -2,8 +2,25 @@
 // delivery crosses the Redis adapter. Baseline: the bare relay with the Redis adapter across two processes.
 import { runChat, type ChatRun } from '../lib/chat.js';
 import type { SeedResult } from '../lib/seed.js';
-import { startApp, startRelay, stopAll, type Scenario } from '../lib/servers.js';
+import { row, type Row } from '../lib/report.js';
+import { startApp, startRelay, stopAll, type RunContext, type Scenario } from '../lib/servers.js';
 import { chatRows, chatSettings } from './chat.js';
+
+/**
+ * The cluster's knee against one instance's (the chat scenario of this run), for the app and for the relay: how much
+ * of a single instance's rate each instance of the pair sustains. Both instances share the server core, so on a
+ * machine without a core per instance this is a floor; the relay's figure shows what the adapter costs by itself.
+ */
+function perInstanceRows(app: ChatRun, base: ChatRun, ctx: RunContext): Row[] {
+  const single = ctx.singleInstanceKnees;
+  if (!single) return [row('knee vs one instance', '', null, null, { note: 'run chat in the same run (--scenarios=chat,cluster) for this comparison' })];
+  const share = (cluster: number | null, one: number | null) => (cluster !== null && one ? Math.round((cluster / one) * 1000) / 1000 : null);
+  return [
+    row('knee vs one instance (chat, same run)', 'x', share(app.generatorBound ? null : app.knee, single.app), share(base.generatorBound ? null : base.knee, single.baseline), {
+      note: `app ${app.knee ?? '-'} / ${single.app ?? '-'} msg/s; relay ${base.knee ?? '-'} / ${single.baseline ?? '-'} msg/s; both instances share one core here`,
+    }),
+  ];
+}
 
 export const cluster: Scenario = {
   name: 'cluster',
@@ -48,6 +65,6 @@ export const cluster: Scenario = {
     } finally {
       await stopAll(() => ra.child.stop());
     }
-    return { rows: chatRows(appRun, baseRun, ctx), details: { app: appRun, baseline: baseRun, serverLog: { a: a.child.log } } };
+    return { rows: [...chatRows(appRun, baseRun, ctx), ...perInstanceRows(appRun, baseRun, ctx)], details: { app: appRun, baseline: baseRun, serverLog: { a: a.child.log } } };
   },
 };
