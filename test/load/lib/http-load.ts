@@ -2,7 +2,7 @@
 // when the previous one answered), with the server's CPU and the generator's health alongside.
 import autocannon, { type Options as CannonOptions } from 'autocannon';
 import type { Child } from './proc.js';
-import { GeneratorMonitor, round, serverCpu, type GeneratorHealth, type GeneratorLimits } from './stats.js';
+import { GeneratorMonitor, round, serverCpu, sleep, type GeneratorHealth, type GeneratorLimits } from './stats.js';
 
 export interface HttpMeasure {
   /** 2xx answers per second. */
@@ -36,6 +36,45 @@ export async function measureHttp(opts: CannonOptions, server: Child, limits: Ge
     max: r.latency.max,
     serverCpu: serverCpu(before, after),
     generator,
+  };
+}
+
+/**
+ * Waits (at most `timeoutMs`) until the server's CPU falls under 10 %: work queued during a measure (logins waiting
+ * for bcrypt, say) must not run into the next measure of the other side.
+ */
+export async function quiesce(server: Child, timeoutMs = 10_000): Promise<void> {
+  const until = performance.now() + timeoutMs;
+  while (performance.now() < until) {
+    const a = await server.stats();
+    await sleep(250);
+    if (serverCpu(a, await server.stats()) < 0.1) return;
+  }
+}
+
+/**
+ * Rounds of one measure taken in turns with another side, as one: throughput over the rounds' total time, the mean
+ * p50 and CPU, the worst p99 and max, and the generator's worst health.
+ */
+export function combine(rounds: HttpMeasure[]): HttpMeasure {
+  const seconds = rounds.map((r) => (r.rps > 0 ? r.ok / r.rps : 0));
+  const total = seconds.reduce((a, b) => a + b, 0);
+  const sum = (f: (r: HttpMeasure) => number) => rounds.reduce((a, r) => a + f(r), 0);
+  const statusCodes: Record<string, number> = {};
+  for (const r of rounds) for (const [code, count] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + count;
+  const worst = rounds.reduce((w, r) => (r.generator.loopDelayP99Ms > w.generator.loopDelayP99Ms ? r : w), rounds[0]!);
+  const invalid = rounds.map((r) => r.generator.invalid).filter(Boolean);
+  return {
+    rps: total > 0 ? round(sum((r) => r.ok) / total, 1) : 0,
+    ok: sum((r) => r.ok),
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    statusCodes,
+    p50: round(sum((r) => r.p50) / rounds.length, 1),
+    p99: Math.max(...rounds.map((r) => r.p99)),
+    max: Math.max(...rounds.map((r) => r.max)),
+    serverCpu: round(sum((r) => r.serverCpu) / rounds.length, 3),
+    generator: { ...worst.generator, cpu: Math.max(...rounds.map((r) => r.generator.cpu)), invalid: invalid.length ? invalid.join('; ') : null },
   };
 }
 

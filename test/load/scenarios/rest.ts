@@ -2,10 +2,14 @@
 // node:http handler running the same queries on the same database (pg with DATABASE_URL, else the app's PGlite
 // directory once the app stopped), and raw bcrypt at the login cost.
 import bcrypt from 'bcrypt';
-import { forwardedFor, measureHttp, requestJson, type HttpMeasure } from '../lib/http-load.js';
+import { combine, forwardedFor, measureHttp, quiesce, requestJson, type HttpMeasure } from '../lib/http-load.js';
+import type { Child } from '../lib/proc.js';
 import { invalidOf, row, type Row } from '../lib/report.js';
 import type { SeedResult } from '../lib/seed.js';
 import { startApp, startHttpDb, type RunContext, type Scenario } from '../lib/servers.js';
+
+/** Turns each side takes per measure on PostgreSQL (each `--duration / ROUNDS` seconds). */
+const ROUNDS = 2;
 
 interface Endpoints {
   get: HttpMeasure;
@@ -57,59 +61,98 @@ export const rest: Scenario = {
       const check = await requestJson(`${app.url}/api/v1/conversations/${conversationId}`, { headers: { authorization: `Bearer ${token}` } });
       if (check.status !== 200 || check.body?.data?.messages?.length !== o.historyMessages) throw new Error(`GET /conversations/{id} answered ${check.status} ${JSON.stringify(check.body).slice(0, 200)}`);
 
-      const measure = async (url: string, variant: 'app' | 'baseline', server = app.child): Promise<Endpoints> => {
+      // One side's three measures; `seconds` per call. Request counters live per side, so rounds continue them.
+      const side = (url: string, variant: 'app' | 'baseline', server: Child) => {
         const prefix = variant === 'app' ? '/api/v1' : '';
         const auth: Record<string, string> = variant === 'app' ? { authorization: `Bearer ${token}` } : { 'x-org-id': org.id, 'x-user-id': org.agents[0]!.userId };
         let n = 0;
+        let m = 0;
         let ip = Math.floor(Math.random() * 2 ** 22);
-        ctx.log(`  ${variant}: GET /conversations/{id}`);
-        const get = await measureHttp({ url: `${url}${prefix}/conversations/${conversationId}`, connections: o.connections, duration: o.duration, headers: auth }, server, o.limits);
-        ctx.log(`    ${get.rps} req/s, p99 ${get.p99} ms; reply`);
-        const reply = await measureHttp(
-          {
-            url,
-            connections: o.connections,
-            duration: o.duration,
-            requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, path: `${prefix}/conversations/${replies[n++ % replies.length]}/messages`, headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ content: `Bench reply ${n}` }) }) }],
-          },
-          server,
-          o.limits,
-        );
-        ctx.log(`    ${reply.rps} req/s, p99 ${reply.p99} ms; login at cost ${login.cost}`);
-        n = 0;
-        const loginM = await measureHttp(
-          {
-            url,
-            connections: o.connections,
-            duration: o.duration,
-            requests: [
+        return {
+          get: (seconds: number) => measureHttp({ url: `${url}${prefix}/conversations/${conversationId}`, connections: o.connections, duration: seconds, headers: auth }, server, o.limits),
+          reply: (seconds: number) =>
+            measureHttp(
               {
-                method: 'POST',
-                setupRequest: (req) => ({
-                  ...req,
-                  path: variant === 'app' ? '/api/v1/auth/login' : '/login',
-                  headers: { 'content-type': 'application/json', 'x-forwarded-for': forwardedFor(ip++) },
-                  body: JSON.stringify({ email: login.emails[n++ % login.emails.length], password: login.password }),
-                }),
+                url,
+                connections: o.connections,
+                duration: seconds,
+                requests: [{ method: 'POST', setupRequest: (req) => ({ ...req, path: `${prefix}/conversations/${replies[n++ % replies.length]}/messages`, headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ content: `Bench reply ${n}` }) }) }],
               },
-            ],
-          },
-          server,
-          o.limits,
-        );
-        ctx.log(`    ${loginM.rps} logins/s, p99 ${loginM.p99} ms`);
-        return { get, reply, login: loginM };
+              server,
+              o.limits,
+            ),
+          login: (seconds: number) =>
+            measureHttp(
+              {
+                url,
+                connections: o.connections,
+                duration: seconds,
+                requests: [
+                  {
+                    method: 'POST',
+                    setupRequest: (req) => ({
+                      ...req,
+                      path: variant === 'app' ? '/api/v1/auth/login' : '/login',
+                      headers: { 'content-type': 'application/json', 'x-forwarded-for': forwardedFor(ip++) },
+                      body: JSON.stringify({ email: login.emails[m++ % login.emails.length], password: login.password }),
+                    }),
+                  },
+                ],
+              },
+              server,
+              o.limits,
+            ),
+        };
       };
+      const logMeasure = (variant: string, name: string, x: HttpMeasure) => ctx.log(`  ${variant} ${name}: ${x.rps} req/s, p50 ${x.p50} ms, p99 ${x.p99} ms, server CPU ${Math.round(x.serverCpu * 100)}%`);
+      const appSide = side(app.url, 'app', app.child);
+      const names = ['get', 'reply', 'login'] as const;
+      const labels = { get: 'GET /conversations/{id}', reply: 'REST reply', login: `login at cost ${login.cost}` };
 
-      appM = await measure(app.url, 'app');
-      // PGlite serves one process: the app stops before the baseline opens its directory.
-      if (app.dataDir) await app.stop(true);
-      const httpDb = await startHttpDb(ctx, app.dataDir);
-      database = httpDb.database;
-      try {
-        base = await measure(httpDb.url, 'baseline', httpDb.child);
-      } finally {
-        await httpDb.child.stop();
+      if (app.dataDir) {
+        // PGlite serves one process: the app is measured, stops, then the baseline opens its directory.
+        const measured: Partial<Endpoints> = {};
+        for (const name of names) logMeasure('app', labels[name], (measured[name] = await appSide[name](o.duration)));
+        appM = measured as Endpoints;
+        await app.stop(true);
+        const httpDb = await startHttpDb(ctx, app.dataDir);
+        database = httpDb.database;
+        try {
+          const baseSide = side(httpDb.url, 'baseline', httpDb.child);
+          const b: Partial<Endpoints> = {};
+          for (const name of names) logMeasure('baseline', labels[name], (b[name] = await baseSide[name](o.duration)));
+          base = b as Endpoints;
+        } finally {
+          await httpDb.child.stop();
+        }
+      } else {
+        // On PostgreSQL both servers run at once and take turns (app, baseline, app, baseline): a machine that
+        // slows down for a while slows both sides alike, instead of skewing the ratio.
+        const httpDb = await startHttpDb(ctx, null);
+        database = httpDb.database;
+        try {
+          const baseSide = side(httpDb.url, 'baseline', httpDb.child);
+          const a: Partial<Endpoints> = {};
+          const b: Partial<Endpoints> = {};
+          for (const name of names) {
+            // Logins take whole bcrypt rounds (a quarter second at cost 12): one turn each, the full duration.
+            const rounds = name === 'login' ? 1 : ROUNDS;
+            const appRounds: HttpMeasure[] = [];
+            const baseRounds: HttpMeasure[] = [];
+            for (let r = 0; r < rounds; r++) {
+              appRounds.push(await appSide[name](o.duration / rounds));
+              await quiesce(app.child);
+              baseRounds.push(await baseSide[name](o.duration / rounds));
+              await quiesce(httpDb.child);
+            }
+            logMeasure('app', labels[name], (a[name] = combine(appRounds)));
+            logMeasure('baseline', labels[name], (b[name] = combine(baseRounds)));
+          }
+          appM = a as Endpoints;
+          base = b as Endpoints;
+        } finally {
+          await httpDb.child.stop();
+        }
       }
     } finally {
       // On a shared PostgreSQL the run removes its rows, even after a failure.
