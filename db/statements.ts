@@ -1,6 +1,9 @@
 // Fixed SQL for the hottest paths (sends, the caller of every request, the conversation read), run on a pooled
 // connection without knex's query builder. On PostgreSQL each is a named prepared statement: parsed and planned once
 // per connection, not on every call. Everything else goes through knex and Objection as usual.
+//
+// Such statements return named columns or json values, never `table.*`: a migration that adds a column while
+// instances run must not change a prepared statement's result type, which PostgreSQL refuses to re-plan.
 import type { Knex } from 'knex';
 
 /** The two drivers behind knex: node-postgres takes a query config, PGlite text and values. */

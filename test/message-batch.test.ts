@@ -194,6 +194,18 @@ describe('message batches (group commit)', () => {
     expect(res.body.data.lastSeq).to.equal(2);
   });
 
+  it("the database itself refuses a message whose organization is not its conversation's", async () => {
+    const { people } = await organization(1);
+    const other = await organization(1);
+    const knex = sharedServer().server.db.knex;
+    const row = { conversationId: people[0]!.conversationId, seq: 99, senderType: 'system', content: 'misfiled', type: 'text', private: false, metadata: '{}' };
+    let refused: unknown = null;
+    await knex('messages').insert({ ...row, organizationId: other.owner.orgId }).catch((err: unknown) => (refused = err));
+    expect(toAppError(refused)).to.include({ status: 409 });
+    // With its own organization the same row is accepted: only the mismatch was refused.
+    await knex('messages').insert({ ...row, organizationId: people[0]!.orgId });
+  });
+
   it('keeps the order of a conversation when its batch fails: the next send waits for the transactional path', async () => {
     const { owner, people } = await organization(2);
     const [x, y] = people;
