@@ -72,7 +72,9 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
 
   const presence: Presence = redis ? new RedisPresence(redis) : new MemoryPresence();
   const notifications = new NotificationService({ models: db.models, events });
-  const messages = new MessageService({ models: db.models, knex: db.knex, statement: db.statement, events, batching: { concurrency: db.embedded ? 1 : 4, maxBatch: 200 } });
+  // Two batches in flight: one being written while the next fills. More only adds PostgreSQL backends contending for
+  // the same cores and makes each batch smaller (more statements and commits per message).
+  const messages = new MessageService({ models: db.models, knex: db.knex, statement: db.statement, events, batching: { concurrency: db.embedded ? 1 : 2, maxBatch: 200 } });
   const conversations = new ConversationService({ models: db.models, knex: db.knex, statement: db.statement, events });
   const routing = new RoutingService({ models: db.models, knex: db.knex, events, presence, notifications });
   const agents = new AgentService({ models: db.models, knex: db.knex, events, presence });
