@@ -91,5 +91,5 @@ export const WidgetView: JsonSchema = {
   },
 };
 
-export const content = { type: 'string', minLength: 1, maxLength: 50000 } as const;
+export const content = { type: 'string', minLength: 1, maxLength: 50000, description: 'Message text; a NUL character (U+0000) is refused with 400 validation_failed' } as const;
 export const clientMessageId = { type: 'string', minLength: 1, maxLength: 100, description: 'Client-chosen id; a repeat returns the stored message' } as const;
