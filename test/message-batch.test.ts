@@ -239,7 +239,7 @@ describe('message batches (group commit)', () => {
     expectError(await owner.api.post(`/conversations/${people[0]!.conversationId}/messages`, { content: 'x\u0000y' }, { token: owner.accessToken }), 400, 'validation_failed');
   });
 
-  describe('two instances writing to the same conversations (PostgreSQL)', () => {
+  describe('on PostgreSQL: row locks held elsewhere, and a second instance', () => {
     let second: TestServer | null = null;
     before(async function () {
       // Only a real PostgreSQL has concurrent writers; PGlite runs one statement at a time.
