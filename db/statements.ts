@@ -5,6 +5,7 @@
 // Such statements return named columns or json values, never `table.*`: a migration that adds a column while
 // instances run must not change a prepared statement's result type, which PostgreSQL refuses to re-plan.
 import type { Knex } from 'knex';
+import objection from 'objection';
 
 /** The two drivers behind knex: node-postgres takes a query config, PGlite text and values. */
 interface DriverConnection {
@@ -41,15 +42,8 @@ export function statement<Row>(knex: Knex, name: string, text: string, prepared:
   };
 }
 
-const camelKeys = new Map<string, string>();
-const camel = (key: string): string => {
-  let k = camelKeys.get(key);
-  if (k === undefined) {
-    k = key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-    camelKeys.set(key, k);
-  }
-  return k;
-};
+// The same snake_case -> camelCase mapping knex applies to every row (db/index.ts), memoized by Objection.
+const { postProcessResponse: camelRow } = objection.knexSnakeCaseMappers() as unknown as { postProcessResponse: (row: Record<string, unknown>) => Record<string, unknown> };
 
 /**
  * A row that came back as jsonb (`to_jsonb(t)`), shaped like a knex row: camelCased keys and timestamp columns
@@ -60,7 +54,7 @@ export function rowFromJson<T>(json: Record<string, unknown>, skip?: string): T 
   for (const key in json) {
     if (skip && key.startsWith(skip)) continue;
     const value = json[key];
-    row[camel(key)] = key.endsWith('_at') && typeof value === 'string' ? new Date(value) : value;
+    row[key] = key.endsWith('_at') && typeof value === 'string' ? new Date(value) : value;
   }
-  return row as T;
+  return camelRow(row) as T;
 }

@@ -5,6 +5,10 @@ import type { ErrorDetail } from './errors.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A UUID in its text form, any case: what may be bound to a uuid column without a cast error. */
+export const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID.test(v);
+
 /** Strict ajv with the standard formats (email, uuid, date-time, uri, ...). */
 export function createAjv(options: Options = {}): Ajv {
   return addFormats(new Ajv({ allErrors: true, strict: true, ...options }));

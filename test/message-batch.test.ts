@@ -251,13 +251,23 @@ describe('message batches (group commit)', () => {
       await second?.stop();
     });
 
+    /** Runs `body` while another transaction holds the conversation's row lock; `release` commits that transaction. */
+    async function withLockHeld(conversationId: string, body: (release: () => Promise<void>) => Promise<void>): Promise<void> {
+      const trx = await sharedServer().server.db.knex.transaction();
+      try {
+        await trx('conversations').where({ id: conversationId }).forNoKeyUpdate().first();
+        await body(async () => {
+          await trx.commit();
+        });
+      } finally {
+        if (!trx.isCompleted()) await trx.rollback();
+      }
+    }
+
     it('a conversation locked elsewhere is skipped, not waited for: the rest of the batch is stored at once', async () => {
       const { owner, people } = await organization(2);
       const [held, free] = people;
-      const knex = sharedServer().server.db.knex;
-      const trx = await knex.transaction();
-      try {
-        await trx('conversations').where({ id: held!.conversationId }).forNoKeyUpdate().first();
+      await withLockHeld(held!.conversationId, async (release) => {
         let heldDone = false;
         const heldSend = messages().send(visitorOf(held!), { conversationId: held!.conversationId, content: 'waits' }).then((r) => {
           heldDone = true;
@@ -267,11 +277,9 @@ describe('message batches (group commit)', () => {
         expect(freeSend.message.seq).to.equal(2);
         await settle(100);
         expect(heldDone).to.equal(false);
-        await trx.commit();
+        await release();
         expect((await heldSend).message.seq).to.equal(2);
-      } finally {
-        if (!trx.isCompleted()) await trx.rollback();
-      }
+      });
       const res = await owner.api.get(`/conversations/${held!.conversationId}`, { token: owner.accessToken });
       expect(res.body.data.messages.map((m: any) => m.content)).to.deep.equal(['hello 0', 'waits']);
     });
@@ -279,11 +287,8 @@ describe('message batches (group commit)', () => {
     it('a send handed to the transactional path holds its conversation: the next send is not batched before it is stored', async () => {
       const { owner, people } = await organization(2);
       const [x, y] = people;
-      const knex = sharedServer().server.db.knex;
-      const trx = await knex.transaction();
-      try {
-        // x is locked elsewhere, so A (declined, with the failing send on y) waits on the transactional path.
-        await trx('conversations').where({ id: x!.conversationId }).forNoKeyUpdate().first();
+      // x is locked elsewhere, so A (declined, with the failing send on y) waits on the transactional path.
+      await withLockHeld(x!.conversationId, async (release) => {
         const before = stats();
         const sends = Promise.allSettled([
           messages().send(visitorOf(x!), { conversationId: x!.conversationId, content: 'A' }),
@@ -293,14 +298,12 @@ describe('message batches (group commit)', () => {
         await settle(200);
         // Only the first statement ran: B still waits for A.
         expect(delta(before)).to.include({ batches: 1, failed: 1 });
-        await trx.commit();
+        await release();
         const [a, , b] = await sends;
         expect((a as PromiseFulfilledResult<SendResult>).value.message.seq).to.equal(2);
         expect((b as PromiseFulfilledResult<SendResult>).value.message.seq).to.equal(3);
         expect(delta(before)).to.deep.equal({ batches: 2, appended: 1, declined: 2, failed: 1 });
-      } finally {
-        if (!trx.isCompleted()) await trx.rollback();
-      }
+      });
       const res = await owner.api.get(`/conversations/${x!.conversationId}`, { token: owner.accessToken });
       expect(res.body.data.messages.map((m: any) => m.content)).to.deep.equal(['hello 0', 'A', 'B']);
     });

@@ -3,6 +3,7 @@ import { createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Config } from '../config.js';
 import { Unauthorized } from '../errors.js';
+import { isUuid } from '../validation.js';
 
 export const ISSUER = 'support-platform';
 const AUDIENCE = { access: 'support-platform:operator', refresh: 'support-platform:refresh', widget_session: 'support-platform:widget' } as const;
@@ -34,8 +35,6 @@ export interface WidgetClaims {
 type Kind = keyof typeof AUDIENCE;
 
 /** Ids this server puts into tokens are UUIDs; anything else did not come from here (and must not reach SQL). */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const isUuid = (v: unknown): v is string => typeof v === 'string' && UUID.test(v);
 const isUuidOrNull = (v: unknown): v is string | null => v === null || isUuid(v);
 
 export class TokenService {

@@ -5,14 +5,16 @@
 // statement costs a write syscall and a wake-up of its own, and the commit an fsync.
 //
 // The batch only takes the path with no decisions to make. Anything else (conversation missing, closed or not the
-// visitor's, a clientMessageId seen before, or the statement failing as a whole) comes back as `null` and the
-// caller runs its transactional path, which owns every rule and error. The unique index on
+// visitor's, locked by another transaction, a clientMessageId seen before, or the statement failing as a whole)
+// comes back without a result, and the caller runs its transactional path, which owns every rule and error. The unique index on
 // (conversation_id, client_message_id) guards the race the batch cannot see: a concurrent retry makes the
 // statement fail, and the retries then meet the stored message on the transactional path.
 import type { Conversation } from '../../db/models/Conversation.js';
 import type { Message } from '../../db/models/Message.js';
 import { rowFromJson, type Statement, type StatementFactory } from '../../db/statements.js';
-import type { Sender, SendInput } from './messages.js';
+import { isUuid } from '../validation.js';
+// A value import from the service that owns this batcher: used only at call time, so the cycle is harmless.
+import { senderIdOf, type Sender, type SendInput } from './messages.js';
 
 export interface BatchedSend {
   message: Message;
@@ -45,8 +47,6 @@ interface AppendRow {
   conversation: Record<string, unknown>;
   message: Record<string, unknown>;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 // Per input row (`ord`): which conversation, who sends and what; every later step joins on ord, so a row only ever
 // writes where its own organization and visitor checks passed. Locks are taken in id order, and a conversation
@@ -132,7 +132,7 @@ export class MessageBatcher {
    * the caller must call `release` once that path is done: until then the conversation's later sends wait.
    */
   append(sender: Sender, input: SendInput): Promise<BatchAnswer> {
-    if (!UUID.test(input.conversationId)) {
+    if (!isUuid(input.conversationId)) {
       this.stats.declined++;
       return Promise.resolve({ batched: null, release: () => undefined });
     }
@@ -216,7 +216,7 @@ export class MessageBatcher {
       organization_id: sender.orgId,
       conversation_id: input.conversationId,
       sender_type: sender.type,
-      sender_id: sender.type === 'agent' ? sender.userId : sender.type === 'visitor' ? sender.sessionId : null,
+      sender_id: senderIdOf(sender),
       visitor_session_id: sender.type === 'visitor' ? sender.sessionId : null,
       content: input.content,
       type: input.type ?? 'text',

@@ -40,7 +40,7 @@ export const MAX_CONTENT_LENGTH = 50_000;
 const NUL_IN_JSON = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 
 /** The id stored as a message's senderId: the agent's user, the visitor's session, none for ai and system. */
-const senderIdOf = (sender: Sender): string | null => (sender.type === 'agent' ? sender.userId : sender.type === 'visitor' ? sender.sessionId : null);
+export const senderIdOf = (sender: Sender): string | null => (sender.type === 'agent' ? sender.userId : sender.type === 'visitor' ? sender.sessionId : null);
 
 export class MessageService {
   /** Called after commit when a send started a new conversation (routing, notifications). */
