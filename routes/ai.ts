@@ -5,7 +5,7 @@ import { presentAgentRun } from '../server/presenters/agentRun.js';
 import type { AgentRunInput } from '../server/services/ai.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
-import { dateTime, object, params, uuid } from './schemas/common.js';
+import { dateTime, freeForm, object, params, uuid } from './schemas/common.js';
 import { clientMessageId, content, ConversationView, MessageView } from './schemas/live.js';
 
 const tag = 'Conversations (AI service)';
@@ -37,7 +37,7 @@ export function aiRoutes(s: RouteServices): AnyRoute[] {
     defineRoute<Org & { facts: Record<string, unknown> }, Record<string, never>, Id>({
       method: 'patch', path: '/conversations/ai/:id/memory', operationId: 'aiUpdateMemory', tag, auth: ai,
       summary: 'Merge memory facts key by key (a key set to null is forgotten)',
-      params: params('id'), body: object({ organizationId: uuid, facts: { type: 'object', maxProperties: 200 } }, ['organizationId', 'facts']),
+      params: params('id'), body: object({ organizationId: uuid, facts: freeForm({ maxProperties: 200, maxBytes: 65_536 }) }, ['organizationId', 'facts']),
       response: { status: 200, description: 'The facts after the merge', data: object({ facts: { type: 'object' } }) },
       handler: async ({ params, body }) => ({ message: 'Memory updated', data: { facts: await s.ai.rememberFacts(body.organizationId, params.id, body.facts) } }),
     }),
@@ -52,7 +52,7 @@ export function aiRoutes(s: RouteServices): AnyRoute[] {
       method: 'post', path: '/conversations/ai/:id/messages', operationId: 'aiReply', tag, auth: ai,
       summary: 'An AI reply (senderType ai), stored and delivered live to the visitor and the agents',
       description: 'A repeated clientMessageId answers 200 with the stored message and announces nothing again.',
-      params: params('id'), body: object({ organizationId: uuid, content, clientMessageId, metadata: { type: 'object', maxProperties: 50 } }, ['organizationId', 'content']),
+      params: params('id'), body: object({ organizationId: uuid, content, clientMessageId, metadata: freeForm({ maxBytes: 32_768 }) }, ['organizationId', 'content']),
       response: { status: 201, description: 'Stored and announced', data: MessageView },
       handler: async ({ params, body }) => {
         const { message, duplicate } = await s.ai.reply(body.organizationId, params.id, body);
@@ -85,7 +85,8 @@ export function aiRoutes(s: RouteServices): AnyRoute[] {
           modelId: { type: 'string', maxLength: 200 },
           input: { type: 'string', maxLength: 100000 },
           output: { type: 'string', maxLength: 100000 },
-          steps: { type: 'array', maxItems: 200 },
+          // A step holds a tool call and its arguments, which nest a little deeper than settings do.
+          steps: freeForm({ type: 'array', maxItems: 200, maxDepth: 10, maxBytes: 524_288 }),
           latencyMs: { type: 'integer', minimum: 0 },
           totalTokens: { type: 'integer', minimum: 0 },
           error: { type: 'string', maxLength: 5000 },
@@ -112,7 +113,7 @@ export function aiRoutes(s: RouteServices): AnyRoute[] {
       method: 'post', path: '/notifications/ai', operationId: 'aiNotify', tag: 'Notifications', auth: ai,
       summary: 'Notify members of the organization (the given userIds, or every agent); pushed live as notification_created',
       body: object(
-        { organizationId: uuid, userIds: { type: 'array', items: uuid, maxItems: 500 }, type: { type: 'string', minLength: 1, maxLength: 50 }, title: { type: 'string', minLength: 1, maxLength: 300 }, body: { type: 'string', maxLength: 5000 }, data: { type: 'object', maxProperties: 50 } },
+        { organizationId: uuid, userIds: { type: 'array', items: uuid, maxItems: 500 }, type: { type: 'string', minLength: 1, maxLength: 50 }, title: { type: 'string', minLength: 1, maxLength: 300 }, body: { type: 'string', maxLength: 5000 }, data: freeForm() },
         ['organizationId', 'title'],
       ),
       response: { status: 201, description: 'Created', data: object({ created: { type: 'integer' } }) },

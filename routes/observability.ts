@@ -1,10 +1,12 @@
 // /observability: AI-call ingestion from the internal AI service (spec endpoint 4) and the organization's summary.
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
-import { object } from './schemas/common.js';
+import { jsonLimits, object } from './schemas/common.js';
 import { aiCallEventSchema } from '../server/services/observability.js';
 
 const tag = 'Observability';
+/** An event is flat; these bounds only refuse structural abuse, so every other fault is still reported per event. */
+const eventLimits = jsonLimits({ maxDepth: 4, maxBytes: 65_536 });
 const group = { calls: { type: 'integer' }, successRate: { type: 'number' }, avgLatencyMs: { type: 'number' }, totalTokens: { type: 'integer' }, totalCostUsd: { type: 'number' } };
 
 export function observabilityRoutes(s: RouteServices): AnyRoute[] {
@@ -14,9 +16,9 @@ export function observabilityRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Ingest a batch of 1..500 AI call events (spec endpoint 4)',
       description:
         'Needs the x-ai-tool-secret header; no JWT is used or accepted instead. Each event is validated on its own: the valid ones are stored in one bulk statement, the invalid ones reported by index. `organizationId` must name an existing organization.',
-      body: object({ events: { type: 'array', minItems: 1, maxItems: 500, items: { type: 'object' } } }, ['events']),
+      body: object({ events: { type: 'array', minItems: 1, maxItems: 500, items: { type: 'object', ...eventLimits } } }, ['events']),
       // Events are validated one by one (an invalid one is reported, not fatal); the document shows their schema.
-      documentedBody: object({ events: { type: 'array', minItems: 1, maxItems: 500, items: aiCallEventSchema } }, ['events']),
+      documentedBody: object({ events: { type: 'array', minItems: 1, maxItems: 500, items: { ...aiCallEventSchema, ...eventLimits } } }, ['events']),
       response: {
         status: 201, description: 'Stored',
         data: object({ inserted: { type: 'integer' }, failed: { type: 'integer' }, errors: { type: 'array', items: object({ index: { type: 'integer' }, message: { type: 'string' } }) } }),

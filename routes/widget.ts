@@ -4,12 +4,14 @@ import { presentPublicWidget, presentWidget } from '../server/presenters/widget.
 import type { WidgetConfigInput } from '../server/services/widget.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
-import { email, object, params, personName } from './schemas/common.js';
+import { email, freeForm, object, params, personName } from './schemas/common.js';
 import { clientMessageId, content, MessageView, VisitorConversationView, WidgetView } from './schemas/live.js';
 
 const tag = 'Widget';
 const publicKey = { type: 'string', minLength: 3, maxLength: 64 } as const;
-const settingsObject = { type: 'object', maxProperties: 50 } as const;
+const settingsObject = freeForm();
+/** The AI settings may carry a long system prompt. */
+const aiSettings = freeForm({ maxBytes: 65_536 });
 const origin = { type: 'string', pattern: '^https?://[^/\\s]+$', maxLength: 300 } as const;
 const source = { type: 'string', enum: ['widget', 'qr', 'link'] } as const;
 
@@ -30,7 +32,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
         appearance: settingsObject,
         behavior: settingsObject,
         allowedOrigins: { type: 'array', items: origin, maxItems: 50 },
-        ai: settingsObject,
+        ai: aiSettings,
         collectUserInfo: settingsObject,
       }),
       response: { status: 200, description: 'Widget', data: WidgetView },

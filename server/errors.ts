@@ -135,11 +135,20 @@ function fromBodyParser(err: { type?: unknown; status?: unknown; code?: unknown 
 }
 
 /**
+ * A stack overflow: V8 gives it no class or code of its own, so its message is the only mark. Schemas bound the
+ * depth of every free-form field; should input still reach recursive code too deep, it is the input's fault.
+ */
+function isStackOverflow(err: unknown): boolean {
+  return err instanceof RangeError && err.message.includes('Maximum call stack size exceeded');
+}
+
+/**
  * Maps anything thrown to an AppError. Database errors map by class (via Objection's db-errors),
  * never by message text; anything unknown becomes an opaque 500.
  */
 export function toAppError(thrown: unknown): AppError {
   if (thrown instanceof AppError) return thrown;
+  if (isStackOverflow(thrown)) return new ValidationFailed('The input is nested too deeply');
   // Queries made through knex directly are not wrapped by Objection; wrapping twice is harmless.
   const err = thrown instanceof Error ? wrapError(thrown) : thrown;
   if (err instanceof SyntaxError) return new InvalidJson();

@@ -20,6 +20,33 @@ export function object(properties: Record<string, unknown>, required: string[] =
   return { type: 'object', additionalProperties: false, properties, ...(required.length ? { required } : {}) };
 }
 
+/** Bounds of a free-form JSON value: nesting levels (the field itself is level 1) and its JSON text in UTF-8 bytes. */
+export interface JsonLimits {
+  maxDepth: number;
+  maxBytes: number;
+}
+
+/** Deep enough for any real settings or metadata (2 to 4 levels), far from what recursive code cannot handle. */
+export const FREE_FORM: JsonLimits = { maxDepth: 8, maxBytes: 16_384 };
+
+/** The keywords createAjv checks without recursion; they also appear as such in the OpenAPI document. */
+export function jsonLimits(limits: JsonLimits): JsonSchema {
+  return { 'x-max-depth': limits.maxDepth, 'x-max-bytes': limits.maxBytes };
+}
+
+type FreeFormOptions = Partial<JsonLimits> & ({ type?: 'object'; maxProperties?: number } | { type: 'array'; maxItems?: number });
+
+/**
+ * A free-form JSON object (or array) whose content the API does not prescribe: still bounded in depth, size and
+ * width, so that no stored value is too deep to copy or serialize. Over a bound: 400 validation_failed naming it.
+ */
+export function freeForm(opts: FreeFormOptions = {}): JsonSchema {
+  const limits = { maxDepth: opts.maxDepth ?? FREE_FORM.maxDepth, maxBytes: opts.maxBytes ?? FREE_FORM.maxBytes };
+  const width = opts.type === 'array' ? { type: 'array', maxItems: opts.maxItems ?? 200 } : { type: 'object', maxProperties: opts.maxProperties ?? 50 };
+  const description = `Free-form JSON, at most ${limits.maxDepth} levels deep (this field is level 1) and ${limits.maxBytes} bytes as JSON`;
+  return { ...width, description, ...jsonLimits(limits) };
+}
+
 export function params(...names: string[]): JsonSchema {
   return object(Object.fromEntries(names.map((n) => [n, uuid])), names);
 }
