@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 import knexModule, { type Knex } from 'knex';
 import ClientPgLite from 'knex-pglite';
 import objection from 'objection';
+import { lockDataDir } from './dataDirLock.js';
+import { migrateLatest, type MigrateOptions } from './migrate.js';
 import { statement, type StatementFactory } from './statements.js';
 import { AgentRun } from './models/AgentRun.js';
 import { AuthSession } from './models/AuthSession.js';
@@ -44,7 +46,8 @@ export interface Database {
   statement: StatementFactory;
   models: Models;
   embedded: boolean;
-  migrate(): Promise<string[]>;
+  /** Applies pending migrations, one instance at a time (db/migrate.ts); returns the names applied. */
+  migrate(options?: MigrateOptions): Promise<string[]>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -64,7 +67,15 @@ export function knexConfig(options: DatabaseOptions): Knex.Config {
 }
 
 export function createDatabase(options: DatabaseOptions): Database {
-  const knex = knexFactory(knexConfig(options));
+  // The embedded database's directory is taken first: PGlite starts opening it as soon as knex is built.
+  const dataDirLock = options.databaseUrl ? null : lockDataDir(options.dataDir);
+  let knex: Knex;
+  try {
+    knex = knexFactory(knexConfig(options));
+  } catch (err) {
+    dataDirLock?.release();
+    throw err;
+  }
   // bindKnex gives each database its own model classes, so two servers in one process never share a pool.
   const models = Object.fromEntries(Object.entries(MODELS).map(([name, model]) => [name, model.bindKnex(knex)])) as unknown as Models;
   return {
@@ -72,15 +83,16 @@ export function createDatabase(options: DatabaseOptions): Database {
     statement: (name, text) => statement(knex, name, text, !!options.databaseUrl && options.preparedStatements !== false),
     models,
     embedded: !options.databaseUrl,
-    async migrate() {
-      const [, applied] = (await knex.migrate.latest()) as [number, string[]];
-      return applied;
+    migrate(migrateOptions) {
+      return migrateLatest(knex, !options.databaseUrl, migrateOptions);
     },
     async ping() {
       await knex.raw('select 1');
     },
     async close() {
       await knex.destroy();
+      // Only once PGlite has closed its files may another process open the directory.
+      dataDirLock?.release();
     },
   };
 }

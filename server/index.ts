@@ -1,6 +1,7 @@
 // Entry point of `npm start`: read the configuration, start the server, stop gracefully on SIGTERM/SIGINT.
 import { ConfigError, loadConfig } from './config.js';
-import { createServer } from './server.js';
+import { DataDirLockedError } from '../db/dataDirLock.js';
+import { createServer, type AppServer } from './server.js';
 
 let config;
 try {
@@ -13,7 +14,17 @@ try {
   throw err;
 }
 
-const server = createServer(config);
+let server: AppServer;
+try {
+  server = createServer(config);
+} catch (err) {
+  // Another process serves this DATA_DIR: say which in one line rather than with a stack trace.
+  if (err instanceof DataDirLockedError) {
+    console.error(err.message);
+    process.exit(1);
+  }
+  throw err;
+}
 let stopping = false;
 const stop = async (signal: string) => {
   if (stopping) return;
