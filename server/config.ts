@@ -2,6 +2,9 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Plan } from '../db/models/Organization.js';
+import { RATE_LIMIT_RULES, type RateLimitName } from './ratelimit.js';
+import { DEFAULT_PLAN, resolvePlans, type PlanCatalog } from './services/plans.js';
 
 export type StorageDriver = 'local' | 's3';
 
@@ -14,6 +17,8 @@ export interface Config {
   redisUrl: string | null;
   smtpUrl: string | null;
   mailFrom: string;
+  /** Days after which the bodies of sent (or only logged) mail are cleared from the outbox. */
+  mailRetentionDays: number;
   publicUrl: string;
   secrets: { access: string; refresh: string; widget: string };
   aiToolSecret: string | null;
@@ -29,11 +34,18 @@ export interface Config {
   preparedStatements: boolean;
   allowQueryToken: boolean;
   observabilityRetentionDays: number;
+  /** Every plan an organization may be on (built in, plus PLANS_FILE), and the one new organizations get. */
+  plans: PlanCatalog;
+  defaultPlan: Plan;
+  rateLimits: Record<RateLimitName, RateLimitRule>;
   storage: {
     driver: StorageDriver;
     s3: { endpoint: string | null; region: string; bucket: string | null; accessKeyId: string | null; secretAccessKey: string | null; forcePathStyle: boolean };
   };
 }
+
+/** Requests allowed per IP and per email within the window (server/ratelimit.ts holds the defaults). */
+export type RateLimitRule = (typeof RATE_LIMIT_RULES)[RateLimitName];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -145,6 +157,16 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push('JWT_ACCESS_SECRET, JWT_REFRESH_SECRET and WIDGET_JWT_SECRET must differ from one another');
   }
 
+  // Without a transport, codes and links are written to the log: fine on a laptop, a leak in production.
+  const smtpUrl = url('SMTP_URL', ['smtp:', 'smtps:']);
+  if (nodeEnv === 'production' && str('SMTP_URL') === null && !bool('ALLOW_MAIL_TO_LOG_IN_PRODUCTION', false)) {
+    problems.push('SMTP_URL is required when NODE_ENV=production (without it, sign-up codes, reset and invite links are written to the log); set ALLOW_MAIL_TO_LOG_IN_PRODUCTION=true to accept that');
+  }
+
+  const plans = readPlans(str('PLANS_FILE'), problems);
+  const defaultPlan = str('DEFAULT_PLAN') ?? DEFAULT_PLAN;
+  if (!Object.hasOwn(plans, defaultPlan)) problems.push(`DEFAULT_PLAN names no plan: "${defaultPlan}" (plans: ${Object.keys(plans).join(', ')})`);
+
   const config: Config = {
     env: nodeEnv,
     port,
@@ -152,8 +174,9 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     dataDir,
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
-    smtpUrl: url('SMTP_URL', ['smtp:', 'smtps:']),
+    smtpUrl,
     mailFrom: str('MAIL_FROM') ?? 'Support Platform <no-reply@localhost>',
+    mailRetentionDays: int('MAIL_RETENTION_DAYS', 7, 1, 3650),
     publicUrl,
     secrets: { access: '', refresh: '', widget: '' },
     aiToolSecret: str('AI_TOOL_SECRET'),
@@ -168,6 +191,9 @@ export function loadConfig(env: Env = process.env): Config {
     preparedStatements: bool('DATABASE_PREPARED_STATEMENTS', true),
     allowQueryToken: bool('ALLOW_QUERY_TOKEN', false),
     observabilityRetentionDays: int('OBSERVABILITY_RETENTION_DAYS', 90, 1, 3650),
+    plans,
+    defaultPlan,
+    rateLimits: readRateLimits(env, str, problems),
     storage: { driver, s3 },
   };
 
@@ -179,6 +205,70 @@ export function loadConfig(env: Env = process.env): Config {
     config.secrets[kind] = given[kind] ?? generated![kind];
   }
   return config;
+}
+
+/** Loads `.env` from the working directory when there is one (Node's own parser); the real environment wins. */
+export function loadEnvFileIfPresent(file = '.env'): string | null {
+  if (!existsSync(file)) return null;
+  process.loadEnvFile(file);
+  return path.resolve(file);
+}
+
+/** The built-in plans with PLANS_FILE's overrides applied; problems name the file. */
+function readPlans(file: string | null, problems: string[]): PlanCatalog {
+  const where = `PLANS_FILE (${file})`;
+  let overrides: unknown = {};
+  if (file !== null) {
+    try {
+      overrides = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (err) {
+      const reason = err instanceof SyntaxError ? `is not valid JSON: ${err.message}` : `cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
+      problems.push(`${where} ${reason}`);
+      overrides = {};
+    }
+  }
+  const resolved = resolvePlans(overrides, where);
+  problems.push(...resolved.problems);
+  return resolved.plans;
+}
+
+const RATE_LIMIT_PREFIX = 'RATE_LIMIT_';
+const rateLimitVariable = (name: RateLimitName) => RATE_LIMIT_PREFIX + name.toUpperCase().replace(/-/g, '_');
+
+/**
+ * Each rule of server/ratelimit.ts can be changed by `RATE_LIMIT_<RULE>=ip=<n>,email=<n>,window=<duration>`
+ * (any subset, e.g. RATE_LIMIT_WIDGET_TOKEN=ip=600); what is left out keeps its default.
+ */
+function readRateLimits(env: Env, str: (name: string) => string | null, problems: string[]): Record<RateLimitName, RateLimitRule> {
+  const names = Object.keys(RATE_LIMIT_RULES) as RateLimitName[];
+  const known = new Set(names.map(rateLimitVariable));
+  for (const variable of Object.keys(env)) {
+    if (variable.startsWith(RATE_LIMIT_PREFIX) && !known.has(variable) && str(variable) !== null) {
+      problems.push(`${variable} is not a rate limit; the rate limits are ${[...known].join(', ')}`);
+    }
+  }
+  const rules = {} as Record<RateLimitName, RateLimitRule>;
+  for (const name of names) {
+    const variable = rateLimitVariable(name);
+    const rule: RateLimitRule = { ...RATE_LIMIT_RULES[name] };
+    rules[name] = rule;
+    const raw = str(variable);
+    if (raw === null) continue;
+    for (const part of raw.split(',')) {
+      const [key, value = ''] = part.split('=').map((p) => p.trim());
+      const count = Number(value);
+      const window = DURATION.exec(value);
+      if ((key === 'ip' || key === 'email') && Number.isInteger(count) && count >= 1 && count <= 1_000_000) {
+        rule[key === 'ip' ? 'perIp' : 'perEmail'] = count;
+      } else if (key === 'window' && window && Number(window[1]) > 0) {
+        rule.windowSeconds = Number(window[1]) * UNIT_SECONDS[window[2] ?? 's']!;
+      } else {
+        problems.push(`${variable} must look like ip=<n>,email=<n>,window=<duration> (any of them; n from 1 to 1000000, window like 60 or 15m), got "${raw}"`);
+        break;
+      }
+    }
+  }
+  return rules;
 }
 
 /** Secrets generated on first start and kept in DATA_DIR, so tokens survive restarts of a local install. */

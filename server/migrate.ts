@@ -2,9 +2,10 @@
 import { DataDirLockedError } from '../db/dataDirLock.js';
 import { createDatabase } from '../db/index.js';
 import { MigrationLockTimeout } from '../db/migrate.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, loadEnvFileIfPresent } from './config.js';
 
 try {
+  loadEnvFileIfPresent();
   const config = loadConfig();
   const db = createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   // Waits its turn if an instance is migrating the same database, and says so.

@@ -2,14 +2,19 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parseEnv } from 'node:util';
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../server/config.js';
+import { RATE_LIMIT_RULES } from '../server/ratelimit.js';
+import { BUILT_IN_PLANS } from '../server/services/plans.js';
 
 const SECRETS = {
   JWT_ACCESS_SECRET: 'config-test-access-secret-0123456789abcdef',
   JWT_REFRESH_SECRET: 'config-test-refresh-secret-0123456789abcdef',
   WIDGET_JWT_SECRET: 'config-test-widget-secret-0123456789abcdef',
 };
+/** Production also needs a mail transport. */
+const SMTP = { SMTP_URL: 'smtp://mailer:secret@mail.internal:587' };
 
 /** Runs loadConfig expecting a ConfigError, and returns it. */
 function configError(env: Record<string, string | undefined>): ConfigError {
@@ -98,6 +103,11 @@ describe('config', () => {
       expect(existsSync(path.join(dir, 'secrets.json')), 'no secrets generated when all are given').to.equal(false);
     });
 
+    it('.env.example shows the defaults: loading it changes nothing', () => {
+      const example = parseEnv(readFileSync(path.resolve('.env.example'), 'utf8'));
+      expect(loadConfig({ ...example, ...SECRETS })).to.deep.equal(loadConfig({ ...SECRETS }));
+    });
+
     it('treats empty values as unset', () => {
       const config = loadConfig({ ...SECRETS, DATA_DIR: dir, PORT: '', DATABASE_URL: '  ', REDIS_URL: '', LOG_LEVEL: '' });
       expect(config.port).to.equal(3000);
@@ -146,24 +156,24 @@ describe('config', () => {
 
   describe('secrets', () => {
     it('refuses production without the JWT secrets, naming each one', () => {
-      const err = configError({ NODE_ENV: 'production', DATA_DIR: dir });
+      const err = configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SMTP });
       for (const name of ['JWT_ACCESS_SECRET', 'JWT_REFRESH_SECRET', 'WIDGET_JWT_SECRET']) expect(err.message).to.include(name);
       expect(existsSync(path.join(dir, 'secrets.json')), 'production never generates secrets').to.equal(false);
 
-      const oneMissing = configError({ NODE_ENV: 'production', DATA_DIR: dir, JWT_ACCESS_SECRET: SECRETS.JWT_ACCESS_SECRET, WIDGET_JWT_SECRET: SECRETS.WIDGET_JWT_SECRET });
+      const oneMissing = configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SMTP, JWT_ACCESS_SECRET: SECRETS.JWT_ACCESS_SECRET, WIDGET_JWT_SECRET: SECRETS.WIDGET_JWT_SECRET });
       expect(oneMissing.problems).to.have.length(1);
       expect(oneMissing.message).to.include('JWT_REFRESH_SECRET').and.not.include('JWT_ACCESS_SECRET').and.not.include('WIDGET_JWT_SECRET');
     });
 
     it('refuses production secrets that are short or equal', () => {
-      const short = configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, WIDGET_JWT_SECRET: 'too-short' });
+      const short = configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SMTP, ...SECRETS, WIDGET_JWT_SECRET: 'too-short' });
       expect(short.message).to.include('WIDGET_JWT_SECRET');
-      const same = configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, JWT_REFRESH_SECRET: SECRETS.JWT_ACCESS_SECRET });
+      const same = configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SMTP, ...SECRETS, JWT_REFRESH_SECRET: SECRETS.JWT_ACCESS_SECRET });
       expect(same.message).to.include('JWT_REFRESH_SECRET');
     });
 
     it('accepts production with all three secrets and uses them', () => {
-      const config = loadConfig({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS });
+      const config = loadConfig({ NODE_ENV: 'production', DATA_DIR: dir, ...SMTP, ...SECRETS });
       expect(config.env).to.equal('production');
       expect(config.secrets).to.deep.equal({ access: SECRETS.JWT_ACCESS_SECRET, refresh: SECRETS.JWT_REFRESH_SECRET, widget: SECRETS.WIDGET_JWT_SECRET });
       expect(existsSync(path.join(dir, 'secrets.json'))).to.equal(false);
@@ -209,6 +219,109 @@ describe('config', () => {
       const nested = path.join(dir, 'a', 'b');
       const config = loadConfig({ DATA_DIR: nested });
       expect(JSON.parse(readFileSync(path.join(nested, 'secrets.json'), 'utf8'))).to.deep.equal(config.secrets);
+    });
+  });
+
+  describe('mail', () => {
+    it('refuses production without SMTP_URL, naming it, since codes and links would be written to the log', () => {
+      const err = configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS });
+      expect(err.problems).to.have.length(1);
+      expect(err.problems[0]).to.include('SMTP_URL').and.include('ALLOW_MAIL_TO_LOG_IN_PRODUCTION');
+      expect(configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, SMTP_URL: '  ' }).message).to.include('SMTP_URL');
+      expect(configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, ALLOW_MAIL_TO_LOG_IN_PRODUCTION: 'false' }).message).to.include('SMTP_URL');
+    });
+
+    it('accepts production without SMTP_URL only when ALLOW_MAIL_TO_LOG_IN_PRODUCTION=true, and production with SMTP_URL', () => {
+      expect(loadConfig({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, ALLOW_MAIL_TO_LOG_IN_PRODUCTION: 'true' }).smtpUrl).to.equal(null);
+      expect(loadConfig({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, ...SMTP }).smtpUrl).to.equal(SMTP.SMTP_URL);
+      expect(configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, ALLOW_MAIL_TO_LOG_IN_PRODUCTION: 'maybe' }).message).to.include('ALLOW_MAIL_TO_LOG_IN_PRODUCTION');
+    });
+
+    it('outside production, no SMTP_URL is fine: mail goes to the log', () => {
+      for (const NODE_ENV of [undefined, 'development', 'test']) expect(loadConfig({ NODE_ENV, DATA_DIR: dir, ...SECRETS }).smtpUrl).to.equal(null);
+    });
+
+    it('keeps delivered mail bodies MAIL_RETENTION_DAYS days (default 7)', () => {
+      expect(loadConfig({ ...SECRETS }).mailRetentionDays).to.equal(7);
+      expect(loadConfig({ ...SECRETS, MAIL_RETENTION_DAYS: '30' }).mailRetentionDays).to.equal(30);
+      for (const bad of ['0', 'week', '1.5']) expect(configError({ ...SECRETS, MAIL_RETENTION_DAYS: bad }).message).to.include('MAIL_RETENTION_DAYS');
+    });
+  });
+
+  describe('plans', () => {
+    const plansFile = (content: unknown) => {
+      const file = path.join(dir, 'plans.json');
+      writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+      return file;
+    };
+
+    it('new organizations are on the unlimited plan unless DEFAULT_PLAN names another', () => {
+      const config = loadConfig({ ...SECRETS });
+      expect(config.defaultPlan).to.equal('unlimited');
+      expect(config.plans.unlimited!.limits).to.deep.equal({ humanAgents: null, aiCallsPerMonth: null, knowledgeSources: null, widgets: null, channels: null, storageMb: null });
+      expect(config.plans).to.deep.equal(BUILT_IN_PLANS);
+      expect(loadConfig({ ...SECRETS, DEFAULT_PLAN: 'free' }).defaultPlan).to.equal('free');
+      const err = configError({ ...SECRETS, DEFAULT_PLAN: 'gold' });
+      expect(err.problems).to.have.length(1);
+      expect(err.problems[0]).to.include('DEFAULT_PLAN').and.include('gold');
+    });
+
+    it('PLANS_FILE changes built-in plans limit by limit, and adds plans DEFAULT_PLAN may name', () => {
+      const file = plansFile({ free: { limits: { humanAgents: 10, widgets: null } }, team: { limits: { humanAgents: 50 }, features: ['live_chat', 'widget'] } });
+      const config = loadConfig({ ...SECRETS, PLANS_FILE: file, DEFAULT_PLAN: 'team' });
+      expect(config.plans.free).to.deep.equal({ limits: { ...BUILT_IN_PLANS.free!.limits, humanAgents: 10, widgets: null }, features: BUILT_IN_PLANS.free!.features });
+      expect(config.plans.team).to.deep.equal({
+        limits: { humanAgents: 50, aiCallsPerMonth: null, knowledgeSources: null, widgets: null, channels: null, storageMb: null },
+        features: ['live_chat', 'widget'],
+      });
+      expect(config.plans.pro).to.deep.equal(BUILT_IN_PLANS.pro);
+      expect(config.defaultPlan).to.equal('team');
+      expect(BUILT_IN_PLANS.free!.limits.humanAgents, 'the built-in definitions are not changed').to.equal(3);
+    });
+
+    it('refuses a PLANS_FILE that is missing, not JSON or not a plan catalog, naming the file and the fault', () => {
+      const bad: [unknown, string][] = [
+        ['{"free": ', 'not valid JSON'],
+        [[1, 2], 'JSON object'],
+        [{ free: { limits: { humanAgents: -1 } } }, 'humanAgents'],
+        [{ free: { limits: { humanAgents: '10' } } }, 'humanAgents'],
+        [{ free: { limits: { seats: 10 } } }, 'unknown limit "seats"'],
+        [{ free: { limit: { humanAgents: 10 } } }, 'unknown key "limit"'],
+        [{ free: { features: 'live_chat' } }, 'features'],
+        [{ 'Gold Plan': {} }, 'plan name'],
+        [{ gold: 5 }, 'plan "gold"'],
+      ];
+      for (const [content, fault] of bad) {
+        const file = plansFile(content);
+        const err = configError({ ...SECRETS, PLANS_FILE: file });
+        expect(err.message, JSON.stringify(content)).to.include('PLANS_FILE').and.include(file).and.include(fault);
+      }
+      const missing = path.join(dir, 'nope.json');
+      expect(configError({ ...SECRETS, PLANS_FILE: missing }).message).to.include('PLANS_FILE').and.include(missing).and.include('ENOENT');
+    });
+  });
+
+  describe('rate limits', () => {
+    it('defaults to the rules of server/ratelimit.ts', () => {
+      expect(loadConfig({ ...SECRETS }).rateLimits).to.deep.equal(RATE_LIMIT_RULES);
+    });
+
+    it('RATE_LIMIT_<RULE> changes what it names and keeps the rest', () => {
+      const config = loadConfig({ ...SECRETS, RATE_LIMIT_WIDGET_TOKEN: 'ip=600', RATE_LIMIT_LOGIN: 'ip=100, email=20, window=30m' });
+      expect(config.rateLimits['widget-token']).to.deep.equal({ ...RATE_LIMIT_RULES['widget-token'], perIp: 600 });
+      expect(config.rateLimits.login).to.deep.equal({ perIp: 100, perEmail: 20, windowSeconds: 1800 });
+      expect(config.rateLimits['qr-scan']).to.deep.equal(RATE_LIMIT_RULES['qr-scan']);
+      expect(RATE_LIMIT_RULES['widget-token'].perIp, 'the defaults are not changed').to.equal(120);
+    });
+
+    it('refuses malformed values and unknown rules, naming the variable', () => {
+      for (const bad of ['600', 'ip=0', 'ip=abc', 'window=soon', 'ip=5,speed=2', 'ip=1.5']) {
+        const err = configError({ ...SECRETS, RATE_LIMIT_WIDGET_TOKEN: bad });
+        expect(err.problems, bad).to.have.length(1);
+        expect(err.problems[0], bad).to.include('RATE_LIMIT_WIDGET_TOKEN');
+      }
+      const unknown = configError({ ...SECRETS, RATE_LIMIT_WIDGET_TOKENS: 'ip=5' });
+      expect(unknown.message).to.include('RATE_LIMIT_WIDGET_TOKENS').and.include('RATE_LIMIT_WIDGET_TOKEN,');
     });
   });
 });

@@ -1,6 +1,7 @@
 import { BaseModel } from '../BaseModel.js';
 
-export type Plan = 'free' | 'pro' | 'enterprise';
+/** A plan named in the configuration: built in (free, pro, enterprise, unlimited) or from PLANS_FILE. */
+export type Plan = string;
 
 export class Organization extends BaseModel {
   static override tableName = 'organizations';
