@@ -148,9 +148,22 @@ describe('memberships', () => {
       expect(missing.body.error.details.map((d: any) => d.field)).to.include('role');
     });
 
+    it('on the default plan (unlimited) a 4th and a 5th seat are invited', async () => {
+      const { server, baseUrl } = sharedServer();
+      const owner = await signUp(server, baseUrl);
+      await addMember(server, owner, 'agent');
+      await invite(server, owner, 'agent');
+      for (const n of [4, 5]) {
+        const res = await owner.api.post(`${members(owner.orgId)}/invite`, { email: uniqueEmail(`seat${n}`), role: 'agent' }, { token: owner.accessToken });
+        expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      }
+      expect((await owner.api.get(members(owner.orgId), { token: owner.accessToken })).body.pagination.total).to.equal(5);
+    });
+
     it("caps accepted + pending members at the free plan's humanAgents (3): the 4th seat is 403 plan_limit_reached", async () => {
       const { server, baseUrl } = sharedServer();
       const owner = await signUp(server, baseUrl);
+      await server.services.organizations.changePlan(owner.orgId, 'free');
       await addMember(server, owner, 'agent'); // seat 2, accepted
       const pending = await invite(server, owner, 'agent'); // seat 3, pending
       const email = uniqueEmail('fourth');
@@ -168,6 +181,7 @@ describe('memberships', () => {
     it('gives the last seat to exactly one of two invitations sent at once', async () => {
       const { server, baseUrl } = sharedServer();
       const owner = await signUp(server, baseUrl);
+      await server.services.organizations.changePlan(owner.orgId, 'free');
       await invite(server, owner, 'agent');
       const path = `${members(owner.orgId)}/invite`;
       const results = await Promise.all([1, 2].map(() => owner.api.post(path, { email: uniqueEmail('race'), role: 'agent' }, { token: owner.accessToken })));
@@ -179,6 +193,7 @@ describe('memberships', () => {
     it('does not let a suspended member come back past the seat limit', async () => {
       const { server, baseUrl } = sharedServer();
       const owner = await signUp(server, baseUrl);
+      await server.services.organizations.changePlan(owner.orgId, 'free');
       const a = await addMember(server, owner, 'agent');
       await addMember(server, owner, 'agent');
       const status = `${members(owner.orgId)}/${a.membershipId}/status`;

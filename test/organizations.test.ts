@@ -31,8 +31,8 @@ describe('organizations', () => {
       expect(res.body.success).to.equal(true);
       const byId = Object.fromEntries(res.body.data.map((o: any) => [o.id, o]));
       expect(Object.keys(byId)).to.have.members([other.orgId, acme.orgId]);
-      expect(byId[other.orgId]).to.deep.equal({ id: other.orgId, name: 'Other Co', slug: byId[other.orgId].slug, role: 'agent', plan: 'free' });
-      expect(byId[acme.orgId]).to.include({ name: 'Acme Support', role: 'admin', plan: 'free' });
+      expect(byId[other.orgId]).to.deep.equal({ id: other.orgId, name: 'Other Co', slug: byId[other.orgId].slug, role: 'agent', plan: 'unlimited' });
+      expect(byId[acme.orgId]).to.include({ name: 'Acme Support', role: 'admin', plan: 'unlimited' });
       expect(byId[acme.orgId].slug).to.match(/^acme-support/);
     });
 
@@ -54,13 +54,13 @@ describe('organizations', () => {
       expect(res.status, JSON.stringify(res.body)).to.equal(201);
       const org = res.body.data;
       expect(org).to.have.all.keys(...ORG_KEYS);
-      expect(org).to.include({ name: 'Second Org', domain: 'second.example', plan: 'free', logoUrl: null });
+      expect(org).to.include({ name: 'Second Org', domain: 'second.example', plan: 'unlimited', logoUrl: null });
       expect(org.slug).to.match(/^second-org/);
       expect(org.settings).to.deep.equal({});
       expect(org.id).to.not.equal(user.orgId);
 
       const list = await user.api.get('/organizations', { token: user.accessToken });
-      expect(list.body.data.find((o: any) => o.id === org.id)).to.deep.include({ role: 'owner', plan: 'free' });
+      expect(list.body.data.find((o: any) => o.id === org.id)).to.deep.include({ role: 'owner', plan: 'unlimited' });
       const members = await user.api.get(`/memberships/organizations/${org.id}/members`, { token: user.accessToken });
       expect(members.status).to.equal(200);
       expect(members.body.data).to.have.length(1);
@@ -91,7 +91,7 @@ describe('organizations', () => {
       const res = await agent.api.get(`/organizations/${owner.orgId}`, { token: agent.accessToken });
       expect(res.status).to.equal(200);
       expect(res.body.data).to.have.all.keys(...ORG_KEYS);
-      expect(res.body.data).to.include({ id: owner.orgId, name: 'Acme Support', plan: 'free' });
+      expect(res.body.data).to.include({ id: owner.orgId, name: 'Acme Support', plan: 'unlimited' });
 
       const stranger = await signUp(server, baseUrl);
       expectError(await stranger.api.get(`/organizations/${owner.orgId}`, { token: stranger.accessToken }), 403, 'forbidden');
@@ -154,7 +154,7 @@ describe('organizations', () => {
       expectError(await owner.api.patch(path, { settings: { autoAssignment: 'yes' } }, { token: owner.accessToken }), 400, 'validation_failed');
       expectError(await owner.api.patch(path, {}, { token: owner.accessToken }), 400, 'validation_failed');
       const read = await owner.api.get(path, { token: owner.accessToken });
-      expect(read.body.data.plan).to.equal('free');
+      expect(read.body.data.plan).to.equal('unlimited');
       expect(read.body.data.name).to.equal('Acme Support');
       expect(read.body.data.settings).to.not.have.property('theme');
     });
@@ -265,9 +265,21 @@ describe('organizations', () => {
   });
 
   describe('billing', () => {
+    it('entitlements: a new organization is on the default plan, unlimited (DEFAULT_PLAN)', async () => {
+      const { server, baseUrl } = sharedServer();
+      const own = await signUp(server, baseUrl);
+      const res = await own.api.get('/organizations/billing/entitlements', { token: own.accessToken });
+      expect(res.status).to.equal(200);
+      expect(res.body.data.plan).to.equal('unlimited');
+      expect(res.body.data.limits).to.deep.equal({ humanAgents: null, aiCallsPerMonth: null, knowledgeSources: null, widgets: null, channels: null, storageMb: null });
+      expect(res.body.data.features).to.include.members(['live_chat', 'widget', 'templates', 'ai_assist']);
+    });
+
     it('entitlements: the free plan limits and features, for any member', async () => {
       const { server, baseUrl } = sharedServer();
-      const agent = await addMember(server, await signUp(server, baseUrl), 'agent');
+      const own = await signUp(server, baseUrl);
+      await server.services.organizations.changePlan(own.orgId, 'free');
+      const agent = await addMember(server, own, 'agent');
       const res = await agent.api.get('/organizations/billing/entitlements', { token: agent.accessToken });
       expect(res.status).to.equal(200);
       expect(res.body.data.plan).to.equal('free');

@@ -16,7 +16,7 @@ import { invitationMail } from '../mail/templates.js';
 import type { MembershipWithUser } from '../presenters/membership.js';
 import { normalizeEmail } from './auth.js';
 import type { OrganizationService } from './organizations.js';
-import { PLANS, withinLimit } from './plans.js';
+import { withinLimit } from './plans.js';
 
 const INVITE_TTL_SECONDS = 7 * 86400;
 
@@ -91,7 +91,7 @@ export class MembershipService {
 
   /** The plan's `humanAgents` caps accepted + pending members: one more must still fit. */
   private async requireSeat(organization: Organization, trx: Knex.Transaction): Promise<void> {
-    const limit = PLANS[organization.plan].limits.humanAgents;
+    const limit = this.deps.organizations.planOf(organization).limits.humanAgents;
     const seats = await this.deps.organizations.countSeats(organization.id, trx);
     if (!withinLimit(limit, seats)) throw new PlanLimitReached(`The ${organization.plan} plan allows ${limit} members; upgrade to add more`);
   }

@@ -2,14 +2,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Models } from '../../db/index.js';
-import type { Organization } from '../../db/models/Organization.js';
+import type { Organization, Plan } from '../../db/models/Organization.js';
 import type { Role } from '../../db/models/Membership.js';
 import type { User } from '../../db/models/User.js';
 import type { OperatorActor } from '../auth/actor.js';
 import type { SessionMeta, SessionService, TokenPair } from '../auth/sessions.js';
 import type { DomainEventBus } from '../events.js';
-import { Forbidden, NotFound } from '../errors.js';
-import { PLANS, type PlanDefinition } from './plans.js';
+import { Forbidden, NotFound, ValidationFailed } from '../errors.js';
+import type { PlanCatalog, PlanDefinition } from './plans.js';
 
 export interface OrganizationSettings {
   autoAssignment?: boolean;
@@ -31,7 +31,14 @@ function slugify(name: string): string {
 
 export class OrganizationService {
   constructor(
-    private readonly deps: { models: Models; knex: Knex; sessions: SessionService; events: DomainEventBus },
+    private readonly deps: {
+      models: Models;
+      knex: Knex;
+      sessions: SessionService;
+      events: DomainEventBus;
+      /** The configured plans, and the one new organizations get. */
+      plans: { catalog: PlanCatalog; defaultPlan: Plan };
+    },
   ) {}
 
   private get models() {
@@ -67,7 +74,7 @@ export class OrganizationService {
       name: input.name.trim(),
       slug: await this.uniqueSlug(input.name, trx),
       domain: input.domain,
-      plan: 'free',
+      plan: this.deps.plans.defaultPlan,
       settings: {},
     });
     const now = new Date();
@@ -125,10 +132,42 @@ export class OrganizationService {
     return { ...tokens, organization, role: membership.role };
   }
 
+  /** The definition of the organization's plan; one the configuration no longer defines is an operator error. */
+  planOf(organization: Organization): PlanDefinition {
+    const plan = this.deps.plans.catalog[organization.plan];
+    if (!plan) throw new Error(`Organization ${organization.id} is on plan "${organization.plan}", which the configuration does not define (PLANS_FILE)`);
+    return plan;
+  }
+
   async entitlements(orgId: string): Promise<{ plan: string } & PlanDefinition> {
     const organization = await this.get(orgId);
-    const plan = PLANS[organization.plan];
+    const plan = this.planOf(organization);
     return { plan: organization.plan, limits: plan.limits, features: plan.features };
+  }
+
+  /** Moves an organization to another configured plan (operators, `npm run org -- plan`); returns the plan it left. */
+  async changePlan(orgId: string, plan: Plan): Promise<{ organization: Organization; previous: Plan }> {
+    if (!Object.hasOwn(this.deps.plans.catalog, plan)) {
+      throw new ValidationFailed(`Unknown plan "${plan}"; the configured plans are ${Object.keys(this.deps.plans.catalog).join(', ')}`, [{ field: 'plan', message: 'unknown plan' }]);
+    }
+    return this.deps.knex.transaction(async (trx) => {
+      const current = await this.models.Organization.query(trx).findById(orgId).forNoKeyUpdate();
+      if (!current) throw new NotFound('Organization');
+      const organization = current.plan === plan ? current : await this.models.Organization.query(trx).patchAndFetchById(orgId, { plan });
+      return { organization, previous: current.plan };
+    });
+  }
+
+  /** Organizations in which the user with this email is an accepted owner, oldest first. */
+  async ownedBy(email: string): Promise<Organization[]> {
+    return this.models.Organization.query()
+      .select('organizations.*')
+      .join('memberships as m', 'm.organization_id', 'organizations.id')
+      .join('users as u', 'u.id', 'm.user_id')
+      .where('u.email', email.trim().toLowerCase())
+      .andWhere('m.role', 'owner')
+      .andWhere('m.status', 'accepted')
+      .orderBy('organizations.created_at', 'asc');
   }
 
   /** Usage in the current calendar month (UTC) against the plan's limits. */
