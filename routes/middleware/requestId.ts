@@ -6,10 +6,14 @@ import type { RequestState } from './state.js';
 
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The inbound id when well-formed, else a fresh one (REST requests and socket connections alike). */
+export function requestIdFrom(inbound: string | string[] | undefined): string {
+  return typeof inbound === 'string' && WELL_FORMED.test(inbound) ? inbound : randomUUID();
+}
+
 export function requestId(logger: Logger): Middleware<RequestState> {
   return async (ctx, next) => {
-    const inbound = ctx.get('x-request-id');
-    const id = WELL_FORMED.test(inbound) ? inbound : randomUUID();
+    const id = requestIdFrom(ctx.get('x-request-id'));
     ctx.state.requestId = id;
     ctx.state.log = logger.child({ requestId: id });
     ctx.state.startedAt = performance.now();
