@@ -11,6 +11,11 @@ import { statement, type StatementFactory } from './statements.js';
 import { AgentRun } from './models/AgentRun.js';
 import { AuthSession } from './models/AuthSession.js';
 import { Contact } from './models/Contact.js';
+import { ContactAttributeDefinition } from './models/ContactAttributeDefinition.js';
+import { ContactConflict } from './models/ContactConflict.js';
+import { ContactIdentity } from './models/ContactIdentity.js';
+import { ContactMerge } from './models/ContactMerge.js';
+import { ContactNote } from './models/ContactNote.js';
 import { Conversation } from './models/Conversation.js';
 import { Message } from './models/Message.js';
 import { Notification } from './models/Notification.js';
@@ -30,7 +35,7 @@ const { knexSnakeCaseMappers } = objection;
 
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
-const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun };
+const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun, ContactIdentity, ContactNote, ContactAttributeDefinition, ContactConflict, ContactMerge };
 export type Models = typeof MODELS;
 
 export interface DatabaseOptions {

@@ -4,6 +4,7 @@ import { agentRoutes } from './agent.js';
 import { aiRoutes } from './ai.js';
 import { observabilityRoutes } from './observability.js';
 import { templateRoutes } from './templates.js';
+import { contactRoutes } from './contacts.js';
 import { authRoutes } from './auth.js';
 import { conversationRoutes } from './conversations.js';
 import { healthRoutes } from './health.js';
@@ -31,6 +32,7 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...templateRoutes(services),
     ...observabilityRoutes(services),
     ...aiRoutes(services),
+    ...contactRoutes(services),
   );
   const router = new Router({ prefix: '/api/v1' });
   registry.mount(router, services);

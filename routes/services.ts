@@ -10,6 +10,7 @@ import type { MembershipService } from '../server/services/memberships.js';
 import type { OrganizationService } from '../server/services/organizations.js';
 import type { Mailer } from '../server/mail/index.js';
 import type { AgentService } from '../server/services/agents.js';
+import type { ContactService } from '../server/services/contacts/index.js';
 import type { ConversationService } from '../server/services/conversations.js';
 import type { MessageService } from '../server/services/messages.js';
 import type { NotificationService } from '../server/services/notifications.js';
@@ -34,6 +35,7 @@ export interface RouteServices {
   notifications: NotificationService;
   agents: AgentService;
   templates: TemplateService;
+  contacts: ContactService;
   observability: ObservabilityService;
   ai: AiService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */

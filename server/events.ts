@@ -1,5 +1,7 @@
 // Domain events, published by services after their transaction commits; sockets/broadcast.ts turns them into emits.
 import { EventEmitter } from 'node:events';
+import type { Contact } from '../db/models/Contact.js';
+import type { ContactConflict } from '../db/models/ContactConflict.js';
 import type { Conversation } from '../db/models/Conversation.js';
 import type { Message } from '../db/models/Message.js';
 import type { Notification } from '../db/models/Notification.js';
@@ -20,6 +22,12 @@ export interface DomainEvents {
   'conversation.escalated': { conversation: Conversation; reason: string | null };
   'message.created': { conversation: Conversation; message: Message };
   'notification.created': { notification: Notification };
+  /** Contacts (with their identities loaded): created, changed, or another contact merged into this one. */
+  'contact.created': { contact: Contact };
+  'contact.updated': { contact: Contact };
+  'contact.merged': { contact: Contact; sourceContactId: string };
+  /** An automatic source proposed a value that differs from a recorded one, or a likely duplicate. */
+  'contact.conflict_created': { conflict: ContactConflict };
   /** An agent's effective status changed (first socket, last socket, or an explicit choice). */
   'presence.changed': { organizationId: string; userId: string; status: string };
 }

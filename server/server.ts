@@ -23,6 +23,7 @@ import { AuthService } from './services/auth.js';
 import { MembershipService } from './services/memberships.js';
 import { OrganizationService } from './services/organizations.js';
 import { AgentService } from './services/agents.js';
+import { ContactService } from './services/contacts/index.js';
 import { ConversationService } from './services/conversations.js';
 import { MessageService } from './services/messages.js';
 import { NotificationService } from './services/notifications.js';
@@ -75,7 +76,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   // Two batches in flight: one being written while the next fills. More only adds PostgreSQL backends contending for
   // the same cores and makes each batch smaller (more statements and commits per message).
   const messages = new MessageService({ models: db.models, knex: db.knex, statement: db.statement, events, batching: { concurrency: db.embedded ? 1 : 2, maxBatch: 200 } });
-  const conversations = new ConversationService({ models: db.models, knex: db.knex, statement: db.statement, events });
+  const contacts = new ContactService({ models: db.models, knex: db.knex, events, notifications });
+  const conversations = new ConversationService({ models: db.models, knex: db.knex, statement: db.statement, events, contacts });
   const routing = new RoutingService({ models: db.models, knex: db.knex, events, presence, notifications });
   const agents = new AgentService({ models: db.models, knex: db.knex, events, presence });
   const widget = new WidgetService({ models: db.models, knex: db.knex, tokens, messages, routing, notifications, publicUrl: config.publicUrl });
@@ -101,6 +103,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     notifications,
     agents,
     templates,
+    contacts,
     observability,
     ai,
     bearerToken: bearerTokenReader(config.allowQueryToken),

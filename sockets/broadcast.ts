@@ -1,5 +1,6 @@
 // Domain events -> rooms. The only place that decides who hears what; it runs after the writes committed.
 import type { Namespace, Server } from 'socket.io';
+import { presentContact, presentContactConflict } from '../server/presenters/contact.js';
 import { presentConversation, presentMessage } from '../server/presenters/conversation.js';
 import { presentNotification } from '../server/presenters/notification.js';
 import type { AgentStatus } from './events.js';
@@ -64,6 +65,19 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
     }),
     deps.events.on('notification.created', ({ notification }) => {
       nsp(notification.organizationId)?.to(rooms.user(notification.userId)).emit('notification_created', { notification: presentNotification(notification) });
+    }),
+    // Contacts are agents' business only: these never reach a visitor room.
+    deps.events.on('contact.created', ({ contact }) => {
+      nsp(contact.organizationId)?.to(rooms.agents).emit('contact_created', { contact: presentContact(contact) });
+    }),
+    deps.events.on('contact.updated', ({ contact }) => {
+      nsp(contact.organizationId)?.to(rooms.agents).emit('contact_updated', { contact: presentContact(contact) });
+    }),
+    deps.events.on('contact.merged', ({ contact, sourceContactId }) => {
+      nsp(contact.organizationId)?.to(rooms.agents).emit('contact_merged', { contact: presentContact(contact), sourceContactId });
+    }),
+    deps.events.on('contact.conflict_created', ({ conflict }) => {
+      nsp(conflict.organizationId)?.to(rooms.agents).emit('contact_conflict_created', { conflict: presentContactConflict(conflict) });
     }),
     deps.events.on('presence.changed', ({ organizationId, userId, status }) => {
       nsp(organizationId)?.to(rooms.agents).emit('user_status_update', { userId, status: status as AgentStatus });

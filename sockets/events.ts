@@ -1,5 +1,6 @@
 // The realtime protocol, declared once: event names and payloads in both directions, for the server and for
 // agent and widget clients (import these types into a socket.io-client `Socket<ServerToClient, ClientToServer>`).
+import type { ContactConflictView, ContactView } from '../server/presenters/contact.js';
 import type { ConversationView, MessageView } from '../server/presenters/conversation.js';
 import type { NotificationView } from '../server/presenters/notification.js';
 
@@ -62,4 +63,9 @@ export interface ServerToClientEvents {
   user_status_update: (payload: { userId: string; status: AgentStatus }) => void;
   notification_created: (payload: { notification: NotificationView }) => void;
   session_expired: (payload: Record<string, never>) => void;
+  contact_created: (payload: { contact: ContactView }) => void;
+  contact_updated: (payload: { contact: ContactView }) => void;
+  /** `sourceContactId` no longer exists; its conversations, notes and identities now belong to `contact`. */
+  contact_merged: (payload: { contact: ContactView; sourceContactId: string }) => void;
+  contact_conflict_created: (payload: { conflict: ContactConflictView }) => void;
 }

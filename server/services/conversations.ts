@@ -4,6 +4,7 @@ import { containsPattern } from '../../db/search.js';
 import type { Models } from '../../db/index.js';
 import { rowFromJson, type Statement, type StatementFactory } from '../../db/statements.js';
 import type { Contact } from '../../db/models/Contact.js';
+import type { ContactService } from './contacts/index.js';
 import type { Conversation, ConversationStatus } from '../../db/models/Conversation.js';
 import type { Message } from '../../db/models/Message.js';
 import type { DomainEventBus } from '../events.js';
@@ -54,7 +55,7 @@ from conv`;
 export class ConversationService {
   private readonly history: Statement<{ conversation: Record<string, unknown>; messages: Record<string, unknown>[] }>;
 
-  constructor(private readonly deps: { models: Models; knex: Knex; statement: StatementFactory; events: DomainEventBus }) {
+  constructor(private readonly deps: { models: Models; knex: Knex; statement: StatementFactory; events: DomainEventBus; contacts: ContactService }) {
     this.history = deps.statement('conversation_history', HISTORY_SQL);
   }
 
@@ -156,40 +157,15 @@ export class ConversationService {
       const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forNoKeyUpdate();
       if (!current) throw new NotFound('Conversation');
       let contact: Contact | null = null;
-      if (input.contactId) {
-        contact = (await this.models.Contact.forOrg(orgId, trx).findById(input.contactId)) ?? null;
-        if (!contact) throw new NotFound('Contact');
-      } else if (input.contactId !== null) {
-        contact = await this.findOrCreateContact(orgId, input, trx);
-      }
+      // An id merged away links its survivor; find-or-create is the contacts' own (normalized, race-safe).
+      if (input.contactId) contact = await this.deps.contacts.resolve(orgId, input.contactId, trx);
+      else if (input.contactId !== null) contact = await this.deps.contacts.findOrCreate(orgId, input, trx);
+      if (contact) await this.deps.contacts.touch(orgId, contact.id, trx);
       const updated = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { contactId: contact?.id ?? null });
       updated.contact = contact;
       return updated;
     });
     this.deps.events.publish('conversation.updated', { conversation });
     return conversation;
-  }
-
-  private async findOrCreateContact(orgId: string, input: ContactInput, trx: Knex.Transaction): Promise<Contact> {
-    const email = input.email?.trim().toLowerCase() || null;
-    if (email) {
-      const existing = await this.models.Contact.forOrg(orgId, trx).whereRaw('lower(email) = ?', [email]).first();
-      if (existing) {
-        // Fill in what the contact lacks; never overwrite what someone already recorded.
-        const patch: Partial<Contact> = {};
-        if (!existing.name && input.name) patch.name = input.name;
-        if (!existing.phone && input.phone) patch.phone = input.phone;
-        if (!existing.company && input.company) patch.company = input.company;
-        return Object.keys(patch).length ? this.models.Contact.query(trx).patchAndFetchById(existing.id, patch) : existing;
-      }
-    }
-    return this.models.Contact.query(trx).insertAndFetch({
-      organizationId: orgId,
-      name: input.name ?? null,
-      email,
-      phone: input.phone ?? null,
-      company: input.company ?? null,
-      attributes: {},
-    });
   }
 }
