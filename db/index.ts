@@ -28,6 +28,10 @@ import { OtpChallenge } from './models/OtpChallenge.js';
 import { OutboxEmail } from './models/OutboxEmail.js';
 import { PasswordReset } from './models/PasswordReset.js';
 import { Template } from './models/Template.js';
+import { Ticket } from './models/Ticket.js';
+import { TicketEvent } from './models/TicketEvent.js';
+import { TicketMail } from './models/TicketMail.js';
+import { IdempotencyKey } from './models/IdempotencyKey.js';
 import { User } from './models/User.js';
 
 const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
@@ -35,7 +39,7 @@ const { knexSnakeCaseMappers } = objection;
 
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
-const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun, ContactIdentity, ContactNote, ContactAttributeDefinition, ContactConflict, ContactMerge };
+const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun, Ticket, TicketEvent, TicketMail, IdempotencyKey, ContactIdentity, ContactNote, ContactAttributeDefinition, ContactConflict, ContactMerge };
 export type Models = typeof MODELS;
 
 export interface DatabaseOptions {

@@ -42,6 +42,7 @@ describe('operations', () => {
         for (const part of parts) if (part.startsWith('{')) lines.push(JSON.parse(part) as LogLine);
       });
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      let code: number | null;
       try {
         const listening = await waitFor(
           () => {
@@ -58,8 +59,9 @@ describe('operations', () => {
         expect(ready.status).to.equal(200);
       } finally {
         child.kill('SIGTERM');
-        expect(await exited).to.equal(0);
+        code = await exited;
       }
+      expect(code, `a graceful stop on SIGTERM: ${stderr} ${JSON.stringify(lines.slice(-3))}`).to.equal(0);
     });
   });
 
