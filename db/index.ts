@@ -7,6 +7,7 @@ import ClientPgLite from 'knex-pglite';
 import objection from 'objection';
 import { lockDataDir } from './dataDirLock.js';
 import { migrateLatest, type MigrateOptions } from './migrate.js';
+import { SourceNamedMigrations } from './migrationSource.js';
 import { statement, type StatementFactory } from './statements.js';
 import { AgentRun } from './models/AgentRun.js';
 import { AuthSession } from './models/AuthSession.js';
@@ -64,7 +65,8 @@ export interface Database {
 export function knexConfig(options: DatabaseOptions): Knex.Config {
   const common: Knex.Config = {
     ...knexSnakeCaseMappers(),
-    migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.ts', '.js'], tableName: 'knex_migrations' },
+    // Loadable from the source and from the build alike (db/migrationSource.ts).
+    migrations: { migrationSource: new SourceNamedMigrations(MIGRATIONS_DIR), tableName: 'knex_migrations' },
   };
   if (options.databaseUrl) {
     return { ...common, client: 'pg', connection: options.databaseUrl, pool: { min: 0, max: 10 } };
