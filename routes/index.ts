@@ -4,6 +4,8 @@ import { agentRoutes } from './agent.js';
 import { aiRoutes } from './ai.js';
 import { observabilityRoutes } from './observability.js';
 import { templateRoutes } from './templates.js';
+import { ticketRoutes } from './tickets.js';
+import { ticketAiRoutes } from './ticketsAi.js';
 import { contactRoutes } from './contacts.js';
 import { authRoutes } from './auth.js';
 import { conversationRoutes } from './conversations.js';
@@ -30,6 +32,9 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...widgetRoutes(services),
     ...notificationRoutes(services),
     ...templateRoutes(services),
+    // The AI service's /tickets/ai paths before /tickets/:ticketId, which would take `ai` for an id.
+    ...ticketAiRoutes(services),
+    ...ticketRoutes(services),
     ...observabilityRoutes(services),
     ...aiRoutes(services),
     ...contactRoutes(services),

@@ -18,6 +18,7 @@ import type { RoutingService } from '../server/services/routing.js';
 import type { WidgetService } from '../server/services/widget.js';
 import type { AiService } from '../server/services/ai.js';
 import type { ObservabilityService } from '../server/services/observability.js';
+import type { TicketService } from '../server/services/tickets/index.js';
 import type { TemplateService } from '../server/services/templates.js';
 
 export interface RouteServices {
@@ -36,6 +37,7 @@ export interface RouteServices {
   agents: AgentService;
   templates: TemplateService;
   contacts: ContactService;
+  tickets: TicketService;
   observability: ObservabilityService;
   ai: AiService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */

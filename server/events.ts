@@ -4,6 +4,8 @@ import type { Contact } from '../db/models/Contact.js';
 import type { ContactConflict } from '../db/models/ContactConflict.js';
 import type { Conversation } from '../db/models/Conversation.js';
 import type { Message } from '../db/models/Message.js';
+import type { Ticket } from '../db/models/Ticket.js';
+import type { TicketAction } from './services/tickets/core.js';
 import type { Notification } from '../db/models/Notification.js';
 import type { Logger } from './logger.js';
 
@@ -19,6 +21,8 @@ export interface DomainEvents {
   'conversation.updated': { conversation: Conversation; statusChanged?: boolean };
   'conversation.assigned': { conversation: Conversation };
   /** The AI handed the conversation to humans. */
+  /** A ticket was created, changed, merged, linked, answered or deleted (agents only). */
+  'ticket.updated': { action: TicketAction; ticket: Ticket };
   'conversation.escalated': { conversation: Conversation; reason: string | null };
   'message.created': { conversation: Conversation; message: Message };
   'notification.created': { notification: Notification };

@@ -32,6 +32,7 @@ import { WidgetService } from './services/widget.js';
 import { AiService } from './services/ai.js';
 import { ObservabilityService } from './services/observability.js';
 import { TemplateService } from './services/templates.js';
+import { IdempotencyKeys, TicketMailer, TicketService } from './services/tickets/index.js';
 import { MemoryPresence, RedisPresence, type Presence } from './presence.js';
 import { createRealtime, type Realtime } from '../sockets/index.js';
 import { MembershipCheck } from '../sockets/membership.js';
@@ -87,6 +88,11 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const templates = new TemplateService({ models: db.models });
   const observability = new ObservabilityService({ knex: db.knex });
   const ai = new AiService({ models: db.models, knex: db.knex, events, conversations, messages, routing, notifications });
+  const tickets = new TicketService({
+    models: db.models, knex: db.knex, events, notifications, contacts, logger,
+    mail: new TicketMailer({ models: db.models, mailer, mailFrom: config.mailFrom }),
+    keys: new IdempotencyKeys({ models: db.models, knex: db.knex, onSweepError: (err) => logger.warn({ err }, 'sweeping expired idempotency keys failed') }),
+  });
 
   const services: RouteServices = {
     config,
@@ -106,6 +112,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     contacts,
     observability,
     ai,
+    tickets,
     bearerToken: bearerTokenReader(config.allowQueryToken),
     checkAiSecret: aiSecretChecker(config.aiToolSecret),
     ready: async () => {

@@ -2,6 +2,8 @@
 // agent and widget clients (import these types into a socket.io-client `Socket<ServerToClient, ClientToServer>`).
 import type { ContactConflictView, ContactView } from '../server/presenters/contact.js';
 import type { ConversationView, MessageView } from '../server/presenters/conversation.js';
+import type { TicketView } from '../server/presenters/ticket.js';
+import type { TicketAction } from '../server/services/tickets/index.js';
 import type { NotificationView } from '../server/presenters/notification.js';
 
 export type Ack<T> = { success: true; data: T } | { success: false; error: { code: string; message: string } };
@@ -59,6 +61,8 @@ export interface ServerToClientEvents {
   customer_typing: (payload: ConversationRef) => void;
   customer_stopped_typing: (payload: ConversationRef) => void;
   agent_typing: (payload: { conversationId: string; agent: { id: string; name: string } }) => void;
+  /** Agents only: a ticket was created, changed, merged, linked, answered or deleted. */
+  ticket_updated: (payload: { action: TicketAction; ticket: TicketView }) => void;
   agent_stopped_typing: (payload: { conversationId: string; agent: { id: string; name: string } }) => void;
   user_status_update: (payload: { userId: string; status: AgentStatus }) => void;
   notification_created: (payload: { notification: NotificationView }) => void;

@@ -1,10 +1,21 @@
 import { BaseModel } from '../BaseModel.js';
 
+/** What a mail sets beyond the server's defaults: its sender, replies, copies and thread. */
+export interface MailHeaders {
+  from?: { name: string; address: string };
+  replyTo?: string;
+  cc?: string[];
+  messageId?: string;
+  inReplyTo?: string;
+  references?: string[];
+}
+
 /** `logged`: no transport configured, kept for the operator to read; `pending` -> `sent` | `failed` otherwise. */
 export type OutboxStatus = 'logged' | 'pending' | 'sent' | 'failed';
 
 export class OutboxEmail extends BaseModel {
   static override tableName = 'outbox_emails';
+  static override jsonAttributes = ['headers'];
 
   declare kind: string;
   declare toAddress: string;
@@ -16,4 +27,5 @@ export class OutboxEmail extends BaseModel {
   declare lastError: string | null;
   declare nextAttemptAt: Date | null;
   declare sentAt: Date | null;
+  declare headers: MailHeaders | null;
 }

@@ -2,7 +2,7 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Knex } from 'knex';
 import type { Models } from '../../db/index.js';
-import type { OutboxEmail } from '../../db/models/OutboxEmail.js';
+import type { MailHeaders, OutboxEmail } from '../../db/models/OutboxEmail.js';
 import type { Logger } from '../logger.js';
 
 export interface MailMessage {
@@ -11,6 +11,8 @@ export interface MailMessage {
   subject: string;
   text: string;
   html?: string;
+  /** Sender, Reply-To, Cc and threading headers, for mail sent on an organization's behalf (tickets). */
+  headers?: MailHeaders;
 }
 
 const MAX_ATTEMPTS = 8;
@@ -63,6 +65,7 @@ export class Mailer {
       subject: message.subject,
       textBody: message.text,
       htmlBody: message.html ?? null,
+      headers: message.headers ?? null,
       status: this.transport ? 'pending' : 'logged',
       attempts: 0,
       nextAttemptAt: this.transport ? new Date() : null,
@@ -116,7 +119,11 @@ export class Mailer {
 
   private async deliver(row: OutboxEmail): Promise<void> {
     try {
-      await this.transport!.sendMail({ from: this.options.from, to: row.toAddress, subject: row.subject, text: row.textBody, html: row.htmlBody ?? undefined });
+      const h = row.headers ?? {};
+      await this.transport!.sendMail({
+        from: h.from ?? this.options.from, to: row.toAddress, subject: row.subject, text: row.textBody, html: row.htmlBody ?? undefined,
+        replyTo: h.replyTo, cc: h.cc, messageId: h.messageId, inReplyTo: h.inReplyTo, references: h.references,
+      });
       await this.models.OutboxEmail.query().patch({ status: 'sent', sentAt: new Date(), lastError: null }).where('id', row.id);
       this.logger.info({ mailId: row.id, kind: row.kind }, 'mail sent');
     } catch (err) {

@@ -1,0 +1,183 @@
+// Tickets as agents work them: the list, one ticket, create, change, delete, the timeline, notes, replies by mail,
+// conversation links and turning a chat into a ticket.
+import type { Ticket, TicketPriority, TicketSource, TicketStatus } from '../../../db/models/Ticket.js';
+import type { TicketEvent } from '../../../db/models/TicketEvent.js';
+import { InvalidTransition, ValidationFailed } from '../../errors.js';
+import { TicketAiService } from './ai.js';
+import { TicketCore, type NewTicket, type TicketActor, type TicketChanges, type TicketDeps } from './core.js';
+import { mergeTicket } from './merge.js';
+import { NO_REQUESTER, requesterOf, type Requester } from './requester.js';
+import { FINAL_STATUSES, numberQuery } from './rules.js';
+
+export interface TicketFilters {
+  status?: TicketStatus[];
+  priority?: TicketPriority;
+  /** A user id, `me` or `unassigned`. */
+  assignedTo?: string;
+  contactId?: string;
+  conversationId?: string;
+  q?: string;
+  limit: number;
+  offset: number;
+}
+
+export interface ReplyInput {
+  content: string;
+  clientMessageId?: string;
+  cc?: string[];
+}
+
+/** What became of a reply's mail: `queued` for SMTP delivery, or `logged` when no SMTP transport is configured. */
+export interface ReplyDelivery {
+  emailId: string;
+  status: 'queued' | 'logged';
+  to: string;
+  cc: string[];
+  messageId: string;
+}
+
+const CHANNEL_SOURCES: readonly TicketSource[] = ['email', 'widget', 'whatsapp', 'telegram'];
+
+export class TicketService {
+  readonly core: TicketCore;
+  /** The internal AI service's ticket actions. */
+  readonly ai: TicketAiService;
+
+  constructor(deps: TicketDeps) {
+    this.core = new TicketCore(deps);
+    this.ai = new TicketAiService(this.core);
+  }
+
+  private get models() {
+    return this.core.models;
+  }
+
+  async list(orgId: string, userId: string, f: TicketFilters): Promise<{ tickets: Ticket[]; total: number }> {
+    const base = this.models.Ticket.forOrg(orgId);
+    // Merged tickets live on in their target; they show up only when asked for.
+    if (f.status?.length) base.whereIn('tickets.status', f.status);
+    else base.whereNot('tickets.status', 'merged');
+    if (f.priority) base.where('tickets.priority', f.priority);
+    if (f.assignedTo === 'unassigned') base.whereNull('tickets.assignedTo');
+    else if (f.assignedTo) base.where('tickets.assignedTo', f.assignedTo === 'me' ? userId : f.assignedTo);
+    if (f.contactId) base.where('tickets.contactId', f.contactId);
+    if (f.conversationId) base.where('tickets.conversationId', f.conversationId);
+    const q = f.q?.trim();
+    if (q) {
+      // A literal substring (strpos), never a pattern: %, _ and backslashes in q mean themselves.
+      const number = numberQuery(q);
+      base.where((w) => {
+        w.whereRaw('strpos(lower(tickets.title), lower(?)) > 0', [q]).orWhereRaw("strpos(lower(coalesce(tickets.description, '')), lower(?)) > 0", [q]);
+        if (number !== null) w.orWhere('tickets.number', number);
+      });
+    }
+    const [total, tickets] = await Promise.all([base.clone().resultSize(), base.clone().orderBy('tickets.number', 'desc').limit(f.limit).offset(f.offset)]);
+    return { tickets, total };
+  }
+
+  get(orgId: string, ticketId: string): Promise<Ticket> {
+    return this.core.get(orgId, ticketId);
+  }
+
+  create(actor: TicketActor, input: NewTicket): Promise<Ticket> {
+    return this.core.run((trx, fx) => this.core.insertTicket(trx, fx, actor, input, actor.type === 'ai' ? 'ai' : 'agent'));
+  }
+
+  update(actor: TicketActor, ticketId: string, input: TicketChanges): Promise<Ticket> {
+    return this.core.run(async (trx, fx) => this.core.applyChanges(trx, fx, actor, await this.core.lock(trx, actor.orgId, ticketId), input));
+  }
+
+  async remove(orgId: string, ticketId: string): Promise<void> {
+    await this.core.run(async (trx, fx) => {
+      const ticket = await this.core.lock(trx, orgId, ticketId);
+      await this.models.Ticket.query(trx).deleteById(ticket.id);
+      fx.announce('deleted', ticket);
+    });
+  }
+
+  /** The timeline, oldest first; `after` is the id of the last event the client has. */
+  async events(orgId: string, ticketId: string, opts: { after?: string; limit: number }): Promise<TicketEvent[]> {
+    await this.core.get(orgId, ticketId);
+    const query = this.models.TicketEvent.forOrg(orgId).where('ticketId', ticketId);
+    if (opts.after) {
+      const after = await this.models.TicketEvent.forOrg(orgId).where('ticketId', ticketId).findById(opts.after);
+      if (!after) throw new ValidationFailed('`after` names no event of this ticket', [{ field: 'after', message: 'no event of this ticket' }]);
+      query.where('seq', '>', after.seq);
+    }
+    return query.orderBy('seq').limit(opts.limit);
+  }
+
+  addNote(actor: TicketActor, ticketId: string, content: string): Promise<TicketEvent> {
+    return this.core.run(async (trx, fx) => {
+      const ticket = await this.core.lock(trx, actor.orgId, ticketId);
+      const event = await this.core.addEvent(trx, ticket, actor, 'note', { content });
+      fx.announce('note_added', ticket);
+      return event;
+    });
+  }
+
+  /**
+   * A reply mailed to the requester (and `cc`) in the ticket's thread. A repeated clientMessageId answers the first
+   * reply and sends nothing. Closed and merged tickets take no replies; a ticket without requester email is 400.
+   */
+  reply(actor: TicketActor, ticketId: string, input: ReplyInput): Promise<{ event: TicketEvent; delivery: ReplyDelivery; duplicate: boolean }> {
+    return this.core.run(async (trx, fx) => {
+      const ticket = await this.core.lock(trx, actor.orgId, ticketId);
+      if (input.clientMessageId) {
+        const first = await this.models.TicketEvent.forOrg(actor.orgId, trx).where({ ticketId, clientMessageId: input.clientMessageId }).first();
+        if (first) {
+          if (first.type !== 'reply') throw new ValidationFailed('This clientMessageId names another kind of event', [{ field: 'clientMessageId', message: 'already used' }]);
+          return { event: first, delivery: first.data.delivery as ReplyDelivery, duplicate: true };
+        }
+      }
+      if (FINAL_STATUSES.includes(ticket.status)) throw new InvalidTransition(`A ${ticket.status} ticket takes no replies`);
+      if (!ticket.requesterEmail) throw new ValidationFailed('The ticket has no requester email to reply to', [{ field: 'requester', message: 'no email address' }]);
+      const cc = [...new Set((input.cc ?? []).map((a) => a.trim().toLowerCase()))].filter((a) => a !== ticket.requesterEmail);
+      const event = await this.core.addEvent(trx, ticket, actor, 'reply', { content: input.content, clientMessageId: input.clientMessageId ?? null });
+      const sent = (await this.core.deps.mail.send(trx, ticket, 'reply', { content: input.content, cc, eventId: event.id }))!;
+      const delivery: ReplyDelivery = { emailId: sent.outbox.id, status: sent.outbox.status === 'logged' ? 'logged' : 'queued', to: sent.mail.toAddress, cc, messageId: sent.mail.messageId };
+      const stored = await this.models.TicketEvent.query(trx).patchAndFetchById(event.id, { data: { delivery } });
+      fx.announce('replied', await this.models.Ticket.query(trx).patchAndFetchById(ticket.id, { updatedAt: new Date() }));
+      return { event: stored, delivery, duplicate: false };
+    });
+  }
+
+  merge(actor: TicketActor, sourceId: string, targetId: string): Promise<Ticket> {
+    return mergeTicket(this.core, actor, sourceId, targetId);
+  }
+
+  /** Links the ticket to a conversation of the organization, or unlinks it with null. */
+  link(actor: TicketActor, ticketId: string, conversationId: string | null): Promise<Ticket> {
+    return this.core.run(async (trx, fx) => {
+      const ticket = await this.core.lock(trx, actor.orgId, ticketId);
+      if (conversationId) await this.core.conversationIn(trx, actor.orgId, conversationId);
+      if (ticket.conversationId === conversationId) return ticket;
+      const linked = await this.models.Ticket.query(trx).patchAndFetchById(ticket.id, { conversationId });
+      await this.core.addEvent(trx, linked, actor, 'linked', { data: { from: ticket.conversationId, to: conversationId } });
+      fx.announce('linked', linked);
+      return linked;
+    });
+  }
+
+  /**
+   * Turns a chat into a ticket linked to it. The requester is the conversation's contact, else its visitor (found or
+   * created as a contact by email); the source is the conversation's channel.
+   */
+  fromConversation(actor: TicketActor, conversationId: string, input: { title: string; priority?: TicketPriority; description?: string | null }): Promise<Ticket> {
+    return this.core.run(async (trx, fx) => {
+      const conversation = await this.core.conversationIn(trx, actor.orgId, conversationId);
+      let requester: Requester = NO_REQUESTER;
+      if (conversation.contactId) {
+        const contact = await this.models.Contact.forOrg(actor.orgId, trx).findById(conversation.contactId);
+        if (contact) requester = requesterOf(contact);
+      }
+      if (!requester.contactId && conversation.visitorEmail) {
+        requester = await this.core.requesterByEmail(trx, actor.orgId, { name: conversation.visitorName, email: conversation.visitorEmail });
+      } else if (!requester.contactId && conversation.visitorName) {
+        requester = { ...NO_REQUESTER, requesterName: conversation.visitorName };
+      }
+      const source = CHANNEL_SOURCES.find((s) => s === conversation.channel) ?? 'agent';
+      return this.core.insertTicket(trx, fx, actor, { ...input, conversationId }, source, requester);
+    });
+  }
+}
