@@ -28,4 +28,6 @@ export class OutboxEmail extends BaseModel {
   declare nextAttemptAt: Date | null;
   declare sentAt: Date | null;
   declare headers: MailHeaders | null;
+  /** When the body was cleared after the retention period (MAIL_RETENTION_DAYS); null while it is kept. */
+  declare bodyClearedAt: Date | null;
 }

@@ -80,6 +80,18 @@ export class Mailer {
     return row;
   }
 
+  /**
+   * Clears the text and HTML of mail sent (or only logged) more than `days` ago: they hold codes and links long
+   * expired. Kind, recipient, subject and times stay as the record; pending and failed mail is kept whole.
+   */
+  async clearOldBodies(days: number): Promise<number> {
+    return this.models.OutboxEmail.query()
+      .patch({ textBody: '', htmlBody: null, bodyClearedAt: new Date() })
+      .whereNull('bodyClearedAt')
+      .whereIn('status', ['sent', 'logged'])
+      .whereRaw('coalesce(sent_at, created_at) < now() - make_interval(days => ?)', [days]);
+  }
+
   /** Starts a delivery pass now, or right after the one in progress. */
   kick(): void {
     if (!this.transport || this.stopped) return;
