@@ -6,6 +6,12 @@ import { object } from './schemas/common.js';
 
 const tag = 'Health';
 
+const dependency = {
+  type: 'object',
+  properties: { status: { enum: ['up', 'down', 'not_configured'] }, latencyMs: { type: 'number' }, reason: { type: 'string' } },
+  required: ['status'],
+};
+
 export function healthRoutes(s: RouteServices, openapi: () => unknown): AnyRoute[] {
   return [
     defineRoute({
@@ -17,15 +23,22 @@ export function healthRoutes(s: RouteServices, openapi: () => unknown): AnyRoute
     defineRoute({
       method: 'get', path: '/health/ready', operationId: 'ready', tag, auth: { kind: 'public' },
       summary: 'Answers 200 only while the database (and Redis, when configured) answer; 503 otherwise',
-      response: { status: 200, description: 'Ready', data: object({ status: { const: 'ready' } }) },
+      description:
+        'Each dependency is checked with a deadline of about a second, so the answer is bounded whatever hangs. The 503 body ' +
+        'lists every dependency in `error.details` (`field` = dependency, `status` = up | down | not_configured). Once a ' +
+        'graceful stop begins the answer is 503 at once, also on connections that were already open. During a Redis ' +
+        'outage the instance keeps serving everything (rate limits, presence and fan-out fall back to this instance) ' +
+        'but is reported not ready.',
+      response: { status: 200, description: 'Ready', data: object({ status: { const: 'ready' }, checks: object({ database: dependency, redis: dependency }) }) },
       errors: [503],
       handler: async () => {
-        try {
-          await s.ready();
-        } catch {
-          throw new ServiceUnavailable('A dependency is not answering');
+        const report = await s.readiness.check();
+        if (!report.ready) {
+          const details = Object.entries(report.checks).map(([field, check]) => ({ field, message: check.reason ?? check.status, ...check }));
+          if (report.stopping) details.unshift({ field: 'instance', message: 'stopping', status: 'down' });
+          throw new ServiceUnavailable(report.stopping ? 'This instance is stopping' : 'A dependency is not answering', details);
         }
-        return { message: 'ready', data: { status: 'ready' } };
+        return { message: 'ready', data: { status: 'ready', checks: report.checks } };
       },
     }),
     defineRoute({

@@ -2,6 +2,7 @@
 import type { Context } from 'koa';
 import type { ActorResolver } from '../server/auth/actor.js';
 import type { Config } from '../server/config.js';
+import type { Readiness } from '../server/readiness.js';
 import { ServiceUnavailable, Unauthorized } from '../server/errors.js';
 import type { RateLimits } from '../server/ratelimit.js';
 import { safeEqual } from '../server/auth/secrets.js';
@@ -18,8 +19,8 @@ import type { RoutingService } from '../server/services/routing.js';
 import type { WidgetService } from '../server/services/widget.js';
 import type { AiService } from '../server/services/ai.js';
 import type { ObservabilityService } from '../server/services/observability.js';
-import type { TicketService } from '../server/services/tickets/index.js';
 import type { TemplateService } from '../server/services/templates.js';
+import type { TicketService } from '../server/services/tickets/index.js';
 
 export interface RouteServices {
   config: Config;
@@ -37,15 +38,15 @@ export interface RouteServices {
   agents: AgentService;
   templates: TemplateService;
   contacts: ContactService;
-  tickets: TicketService;
   observability: ObservabilityService;
   ai: AiService;
+  tickets: TicketService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */
   bearerToken(ctx: Context): string | null;
   /** Constant-time check of x-ai-tool-secret; 503 when no secret is configured (fail closed). */
   checkAiSecret(given: string): void;
-  /** Resolves when the database (and Redis, when configured) answer. */
-  ready(): Promise<void>;
+  /** Whether the database (and Redis, when configured) answer, and whether a graceful stop has begun. */
+  readiness: Readiness;
 }
 
 export function bearerTokenReader(allowQueryToken: boolean) {

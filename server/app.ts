@@ -18,6 +18,11 @@ export function createApp(services: RouteServices, logger: Logger) {
   const allowed = new Set(config.corsOrigins);
 
   app.use(requestId(logger));
+  app.use(async (ctx, next) => {
+    // While stopping, keep-alive clients are told to reconnect (to another instance) after this response.
+    if (services.readiness.isStopping) ctx.set('Connection', 'close');
+    await next();
+  });
   app.use(accessLog());
   app.use(errorMapper({ exposeInternal: config.env === 'development' }));
   app.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, crossOriginResourcePolicy: { policy: 'same-site' } }));

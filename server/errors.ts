@@ -142,6 +142,21 @@ function isStackOverflow(err: unknown): boolean {
   return err instanceof RangeError && err.message.includes('Maximum call stack size exceeded');
 }
 
+/** Connection-level socket errors: the database (or the path to it) is away, not the request at fault. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
+
+/**
+ * The database is unreachable or cut the connection: SQLSTATE class 08 (connection exception) or 57 (operator
+ * intervention: shutdown, terminated backend), a socket error, or no pooled connection within knex's timeout.
+ * The client may retry, so it is 503, not 500.
+ */
+function isDatabaseUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (/^(08|57P0)/.test(code) || UNREACHABLE.has(code))) return true;
+  return err.name === 'KnexTimeoutError';
+}
+
 /**
  * Maps anything thrown to an AppError. Database errors map by class (via Objection's db-errors),
  * never by message text; anything unknown becomes an opaque 500.
@@ -149,6 +164,9 @@ function isStackOverflow(err: unknown): boolean {
 export function toAppError(thrown: unknown): AppError {
   if (thrown instanceof AppError) return thrown;
   if (isStackOverflow(thrown)) return new ValidationFailed('The input is nested too deeply');
+  if (isDatabaseUnavailable(thrown) || isDatabaseUnavailable((thrown as { nativeError?: unknown } | null)?.nativeError)) {
+    return new ServiceUnavailable('The database is not answering; try again shortly');
+  }
   // Queries made through knex directly are not wrapped by Objection; wrapping twice is harmless.
   const err = thrown instanceof Error ? wrapError(thrown) : thrown;
   if (err instanceof SyntaxError) return new InvalidJson();

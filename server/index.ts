@@ -1,10 +1,12 @@
 // Entry point of `npm start`: read the configuration, start the server, stop gracefully on SIGTERM/SIGINT.
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, loadEnvFileIfPresent } from './config.js';
 import { DataDirLockedError } from '../db/dataDirLock.js';
 import { createServer, type AppServer } from './server.js';
 
 let config;
+let envFile: string | null = null;
 try {
+  envFile = loadEnvFileIfPresent();
   config = loadConfig();
 } catch (err) {
   if (err instanceof ConfigError) {
@@ -25,8 +27,9 @@ try {
   }
   throw err;
 }
+if (envFile) server.logger.info({ file: envFile }, 'settings read from .env (the environment wins)');
 let stopping = false;
-const stop = async (signal: string) => {
+const stop = async (signal: string, exitCode = 0) => {
   if (stopping) return;
   stopping = true;
   server.logger.info({ signal }, 'stopping');
@@ -38,12 +41,20 @@ const stop = async (signal: string) => {
   try {
     await server.stop();
     server.logger.info('stopped');
-    process.exit(0);
+    process.exit(exitCode);
   } catch (err) {
     server.logger.error({ err }, 'error while stopping');
     process.exit(1);
   }
 };
+// A promise nobody awaited rejected: typically a fire-and-forget call into Redis, the database or SMTP failing for a
+// moment. Log it with its stack and keep serving; one dependency's transient error must not take down an instance
+// and every socket it holds. A synchronous exception that nothing caught leaves state unknown: stop gracefully, exit 1.
+process.on('unhandledRejection', (reason) => server.logger.error({ err: reason }, 'unhandled promise rejection (the instance keeps running)'));
+process.on('uncaughtException', (err, origin) => {
+  server.logger.fatal({ err, origin }, 'uncaught exception; stopping');
+  void stop('uncaughtException', 1);
+});
 process.on('SIGTERM', () => void stop('SIGTERM'));
 process.on('SIGINT', () => void stop('SIGINT'));
 

@@ -27,15 +27,23 @@ export type RateLimitName = keyof typeof RATE_LIMIT_RULES;
 export class RateLimits {
   private readonly limiters = new Map<string, RateLimiterAbstract>();
 
-  constructor(private readonly redis: Redis | null) {
-    for (const [name, rule] of Object.entries(RATE_LIMIT_RULES) as [RateLimitName, Rule][]) {
+  /** `rules`: the defaults above as changed by the RATE_LIMIT_* settings (config.rateLimits). */
+  constructor(
+    private readonly redis: Redis | null,
+    rules: Record<RateLimitName, Rule> = RATE_LIMIT_RULES,
+  ) {
+    for (const [name, rule] of Object.entries(rules) as [RateLimitName, Rule][]) {
       this.limiters.set(`${name}:ip`, this.make(`rl:${name}:ip`, rule.perIp, rule.windowSeconds));
       this.limiters.set(`${name}:email`, this.make(`rl:${name}:email`, rule.perEmail, rule.windowSeconds));
     }
   }
 
   private make(keyPrefix: string, points: number, duration: number): RateLimiterAbstract {
-    return this.redis ? new RateLimiterRedis({ storeClient: this.redis, keyPrefix, points, duration }) : new RateLimiterMemory({ keyPrefix, points, duration });
+    const memory = new RateLimiterMemory({ keyPrefix, points, duration });
+    if (!this.redis) return memory;
+    // While Redis is unreachable each instance counts on its own (the insurance limiter), so limits keep holding
+    // per instance instead of failing the request; `rejectIfRedisNotReady` skips the doomed round trip.
+    return new RateLimiterRedis({ storeClient: this.redis, keyPrefix, points, duration, insuranceLimiter: memory, rejectIfRedisNotReady: true });
   }
 
   /** Counts one request against the IP and (when given) the email; throws RateLimited with Retry-After. */

@@ -2,7 +2,6 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Router } from '@koa/router';
-import type { Redis } from 'ioredis';
 import { createDatabase, type Database } from '../db/index.js';
 import type { RouteRegistry } from '../routes/registry.js';
 import { aiSecretChecker, bearerTokenReader, type RouteServices } from '../routes/services.js';
@@ -18,7 +17,8 @@ import { DomainEventBus } from './events.js';
 import { createLogger, type Logger } from './logger.js';
 import { Mailer } from './mail/index.js';
 import { RateLimits } from './ratelimit.js';
-import { createRedis } from './redis.js';
+import { Readiness } from './readiness.js';
+import { RedisLink } from './redis.js';
 import { AuthService } from './services/auth.js';
 import { MembershipService } from './services/memberships.js';
 import { OrganizationService } from './services/organizations.js';
@@ -41,7 +41,9 @@ export interface AppServer {
   config: Config;
   logger: Logger;
   db: Database;
-  redis: Redis | null;
+  /** Every Redis client of this server and whether they are connected (null without REDIS_URL). */
+  redis: RedisLink | null;
+  readiness: Readiness;
   events: DomainEventBus;
   services: RouteServices;
   /** The mounted /api/v1 router and the route definitions behind it (and behind the OpenAPI document). */
@@ -59,7 +61,7 @@ export interface AppServer {
 export function createServer(config: Config, opts: { logger?: Logger } = {}): AppServer {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const db = createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, preparedStatements: config.preparedStatements });
-  const redis = config.redisUrl ? createRedis(config.redisUrl, logger, 'main') : null;
+  const redis = config.redisUrl ? new RedisLink(config.redisUrl, logger) : null;
   const events = new DomainEventBus(logger);
   const tokens = new TokenService(config);
   const passwords = new PasswordHasher(config.bcryptCost);
@@ -68,11 +70,11 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const otp = new OtpService(db.models, db.knex, tokenHashKey);
   const sessions = new SessionService(db.models, tokens, events, config.refreshTokenTtlSeconds);
   const mailer = new Mailer(db.models, db.knex, logger, { smtpUrl: config.smtpUrl, from: config.mailFrom });
-  const organizations = new OrganizationService({ models: db.models, knex: db.knex, sessions, events });
+  const organizations = new OrganizationService({ models: db.models, knex: db.knex, sessions, events, plans: { catalog: config.plans, defaultPlan: config.defaultPlan } });
   const auth = new AuthService({ models: db.models, knex: db.knex, passwords, otp, sessions, tokens, mailer, organizations, publicUrl: config.publicUrl, tokenHashKey });
   const memberships = new MembershipService({ models: db.models, knex: db.knex, passwords, sessions, organizations, mailer, events, publicUrl: config.publicUrl, tokenHashKey });
 
-  const presence: Presence = redis ? new RedisPresence(redis) : new MemoryPresence();
+  const presence: Presence = redis ? new RedisPresence(redis, (err) => logger.debug({ err }, 'presence fell back to this instance')) : new MemoryPresence();
   const notifications = new NotificationService({ models: db.models, events });
   // Two batches in flight: one being written while the next fills. More only adds PostgreSQL backends contending for
   // the same cores and makes each batch smaller (more statements and commits per message).
@@ -94,10 +96,11 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     keys: new IdempotencyKeys({ models: db.models, knex: db.knex, onSweepError: (err) => logger.warn({ err }, 'sweeping expired idempotency keys failed') }),
   });
 
+  const readiness = new Readiness(db, redis);
   const services: RouteServices = {
     config,
     actors,
-    rateLimits: new RateLimits(redis),
+    rateLimits: new RateLimits(redis?.main ?? null, config.rateLimits),
     auth,
     organizations,
     memberships,
@@ -115,10 +118,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     tickets,
     bearerToken: bearerTokenReader(config.allowQueryToken),
     checkAiSecret: aiSecretChecker(config.aiToolSecret),
-    ready: async () => {
-      await db.ping();
-      if (redis) await redis.ping();
-    },
+    readiness,
   };
 
   const { app, router, registry } = createApp(services, logger);
@@ -134,6 +134,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     logger,
     db,
     redis,
+    readiness,
     events,
     services,
     router,
@@ -143,16 +144,22 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     http,
     async start() {
       if (config.migrateOnStart) {
-        const applied = await db.migrate();
+        const applied = await db.migrate({ logger });
         if (applied.length) logger.info({ applied }, 'migrations applied');
       }
       mailer.start();
-      // Old AI-call events are pruned at start and then hourly, on every instance (the delete is idempotent).
-      const prune = () =>
+      // Old AI-call events and the bodies of old delivered mail are pruned at start and then hourly, on every
+      // instance (both are idempotent).
+      const prune = () => {
         observability
           .prune(config.observabilityRetentionDays)
           .then((n) => n && logger.info({ removed: n }, 'pruned old AI call events'))
           .catch((err) => logger.warn({ err }, 'pruning AI call events failed'));
+        mailer
+          .clearOldBodies(config.mailRetentionDays)
+          .then((n) => n && logger.info({ cleared: n }, 'cleared the bodies of old delivered mail'))
+          .catch((err) => logger.warn({ err }, 'clearing old mail bodies failed'));
+      };
       void prune();
       retention = setInterval(prune, 3_600_000);
       retention.unref();
@@ -161,10 +168,12 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
         http.listen(config.port, config.host, () => resolve());
       });
       const port = (http.address() as AddressInfo).port;
-      logger.info({ port, database: db.embedded ? 'embedded (PGlite)' : 'postgres', redis: !!redis, smtp: mailer.delivers }, 'listening');
+      const host = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
+      logger.info({ url: `http://${host}:${port}/api/v1`, port, database: db.embedded ? 'embedded (PGlite)' : 'postgres', redis: !!redis, smtp: mailer.delivers }, 'listening');
       return port;
     },
     async stop() {
+      readiness.beginShutdown();
       if (retention) clearInterval(retention);
       // Socket.IO closes the HTTP server too: no new connections, sockets told to go, running requests finish.
       const closing = realtime.close();
@@ -172,7 +181,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
       await closing;
       await presence.close();
       await mailer.stop();
-      if (redis) await redis.quit().catch(() => undefined);
+      if (redis) await redis.close();
       await db.close();
     },
   };

@@ -2,8 +2,8 @@
 import type { Namespace, Server } from 'socket.io';
 import { presentContact, presentContactConflict } from '../server/presenters/contact.js';
 import { presentConversation, presentMessage } from '../server/presenters/conversation.js';
-import { presentTicket } from '../server/presenters/ticket.js';
 import { presentNotification } from '../server/presenters/notification.js';
+import { presentTicket } from '../server/presenters/ticket.js';
 import type { AgentStatus } from './events.js';
 import type { OrgNamespace, RealtimeDeps } from './index.js';
 import { namespaceOf, rooms } from './rooms.js';
@@ -65,10 +65,11 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
       nsp(conversation.organizationId)?.to(rooms.agents).emit('conversation_escalated', { conversation: presentConversation(conversation), reason });
     }),
     deps.events.on('notification.created', ({ notification }) => {
+      nsp(notification.organizationId)?.to(rooms.user(notification.userId)).emit('notification_created', { notification: presentNotification(notification) });
+    }),
     deps.events.on('ticket.updated', ({ action, ticket }) => {
       // Tickets are agents' business: never a visitor room.
       nsp(ticket.organizationId)?.to(rooms.agents).emit('ticket_updated', { action, ticket: presentTicket(ticket) });
-      nsp(notification.organizationId)?.to(rooms.user(notification.userId)).emit('notification_created', { notification: presentNotification(notification) });
     }),
     // Contacts are agents' business only: these never reach a visitor room.
     deps.events.on('contact.created', ({ contact }) => {

@@ -1,7 +1,6 @@
 // Socket.IO on the REST server's port: one namespace per organization, handshake auth, Redis fan-out when configured.
 import type { Server as HttpServer } from 'node:http';
 import { createAdapter } from '@socket.io/redis-adapter';
-import type { Redis } from 'ioredis';
 import jwt from 'jsonwebtoken';
 import { Server, type Namespace, type Socket } from 'socket.io';
 import type { Models } from '../db/index.js';
@@ -11,6 +10,8 @@ import { AppError } from '../server/errors.js';
 import type { DomainEventBus } from '../server/events.js';
 import type { Logger } from '../server/logger.js';
 import type { Presence } from '../server/presence.js';
+import { requestIdFrom } from '../routes/middleware/requestId.js';
+import type { RedisLink } from '../server/redis.js';
 import type { AgentService } from '../server/services/agents.js';
 import type { ConversationService } from '../server/services/conversations.js';
 import type { MessageService } from '../server/services/messages.js';
@@ -35,7 +36,7 @@ export interface RealtimeDeps {
   config: Config;
   logger: Logger;
   models: Models;
-  redis: Redis | null;
+  redis: RedisLink | null;
   events: DomainEventBus;
   actors: ActorResolver;
   presence: Presence;
@@ -84,15 +85,11 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     serveClient: false,
   });
 
-  let pubClient: Redis | null = null;
-  let subClient: Redis | null = null;
   if (deps.redis) {
-    pubClient = deps.redis.duplicate();
-    subClient = deps.redis.duplicate();
-    pubClient.on('error', (err) => logger.warn({ err: err.message }, 'socket.io redis publisher error'));
-    subClient.on('error', (err) => logger.warn({ err: err.message }, 'socket.io redis subscriber error'));
     // Each organization's namespace gets an adapter that listens on these two clients: listeners grow with the
     // organizations served, by design, not by leak.
+    const pubClient = deps.redis.client('socket.io-pub', 'publisher');
+    const subClient = deps.redis.client('socket.io-sub', 'subscriber');
     pubClient.setMaxListeners(0);
     subClient.setMaxListeners(0);
     io.adapter(createAdapter(pubClient, subClient));
@@ -114,31 +111,41 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
 
   orgs.use(async (socket, next) => {
     const orgId = NAMESPACE.exec(socket.nsp.name)![1]!;
+    // One id per connection, as REST requests have: the client's X-Request-Id when well-formed, else a new one.
+    const requestId = requestIdFrom(socket.handshake.headers['x-request-id']);
     const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
-    if (typeof token !== 'string' || token.length === 0) return next(refusal('unauthorized'));
-    const claimed = jwt.decode(token, { json: true });
+    const claimed = typeof token === 'string' && token.length > 0 ? jwt.decode(token, { json: true }) : null;
+    const kind = claimed?.typ === 'access' ? 'agent' : claimed?.typ === 'widget_session' ? 'visitor' : 'unknown';
+    const refuse = (code: 'unauthorized' | 'forbidden', reason: string) => {
+      logger.debug({ requestId, orgId, kind, reason }, 'socket refused');
+      next(refusal(code));
+    };
+    if (typeof token !== 'string' || token.length === 0) return refuse('unauthorized', 'no token');
     const origin = socket.handshake.headers.origin;
     try {
       if (claimed?.typ === 'access') {
         const actor = await deps.actors.fromAccessToken(token);
-        if (actor.orgId !== orgId || !actor.membership || actor.membership.status !== 'accepted') return next(refusal('forbidden'));
-        if (!operatorOriginAllowed(origin)) return next(refusal('forbidden'));
+        if (actor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
+        if (!actor.membership || actor.membership.status !== 'accepted') return refuse('forbidden', 'no accepted membership');
+        if (!operatorOriginAllowed(origin)) return refuse('forbidden', 'origin not in CORS_ORIGINS');
         socket.data = { orgId, operator: actor };
+        logger.debug({ requestId, orgId, kind, userId: actor.userId, socketId: socket.id }, 'socket connected');
         return next();
       }
       if (claimed?.typ === 'widget_session') {
         const visitor = await deps.widget.visitorFromToken(token);
-        if (visitor.orgId !== orgId) return next(refusal('forbidden'));
-        if (!deps.widget.originAllowed(visitor, origin)) return next(refusal('forbidden'));
+        if (visitor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
+        if (!deps.widget.originAllowed(visitor, origin)) return refuse('forbidden', "origin not in the widget's allowedOrigins");
         socket.data = { orgId, visitor };
+        logger.debug({ requestId, orgId, kind, sessionId: visitor.sessionId, socketId: socket.id }, 'socket connected');
         return next();
       }
-      return next(refusal('unauthorized'));
+      return refuse('unauthorized', 'not an access or widget_session token');
     } catch (err) {
-      if (err instanceof AppError && err.status === 401) return next(refusal('unauthorized'));
-      if (err instanceof AppError && err.status === 403) return next(refusal('forbidden'));
-      logger.error({ err }, 'socket handshake failed');
-      return next(refusal('unauthorized'));
+      if (err instanceof AppError && err.status === 401) return refuse('unauthorized', err.message);
+      if (err instanceof AppError && err.status === 403) return refuse('forbidden', err.message);
+      logger.error({ err, requestId }, 'socket handshake failed');
+      return refuse('unauthorized', 'handshake failed');
     }
   });
 
@@ -155,18 +162,42 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
   });
 
   const broadcaster = createBroadcaster(io, orgs, deps);
+  const localSockets = () => [...(orgs as unknown as { children: Set<OrgNamespace> }).children].flatMap((nsp) => [...nsp.sockets.values()]);
+  // Revocations, suspensions and removals made elsewhere while Redis was away never reached this instance: check
+  // this instance's agent sockets against the database once the link is back.
+  const recheck = () =>
+    void recheckOperators(localSockets(), deps).catch((err) => logger.error({ err }, 'could not re-check agent sockets after the Redis outage'));
+  deps.redis?.on('up', recheck);
 
   return {
     io,
     async close() {
       broadcaster.stop();
+      deps.redis?.off('up', recheck);
       // Tell every client to go now, then stop the engine; Redis clients close last.
       io.disconnectSockets(true);
       for (const nsp of (orgs as unknown as { children: Set<Namespace> }).children) nsp.disconnectSockets(true);
       await new Promise<void>((resolve) => io.close(() => resolve()));
-      await Promise.all([pubClient?.quit().catch(() => undefined), subClient?.quit().catch(() => undefined)]);
     },
   };
+}
+
+/** Disconnects agent sockets whose session ended or whose membership is no longer accepted. */
+async function recheckOperators(sockets: AppSocket[], deps: RealtimeDeps): Promise<void> {
+  const operators = sockets.filter((s) => s.data.operator);
+  if (operators.length === 0) return;
+  const sessionIds = [...new Set(operators.map((s) => s.data.operator!.sessionId))];
+  const pairs = [...new Set(operators.map((s) => `${s.data.orgId}:${s.data.operator!.userId}`))].map((p) => p.split(':') as [string, string]);
+  const [ended, members] = await Promise.all([
+    deps.models.AuthSession.query().select('id').whereIn('id', sessionIds).where((q) => q.whereNotNull('revokedAt').orWhere('expiresAt', '<=', new Date())),
+    deps.models.Membership.query().select('organizationId', 'userId').whereIn(['organizationId', 'userId'], pairs).where('status', 'accepted'),
+  ]);
+  const endedSessions = new Set(ended.map((s) => s.id));
+  const active = new Set(members.map((m) => `${m.organizationId}:${m.userId}`));
+  for (const socket of operators) {
+    const actor = socket.data.operator!;
+    if (endedSessions.has(actor.sessionId) || !active.has(`${socket.data.orgId}:${actor.userId}`)) socket.disconnect(true);
+  }
 }
 
 export { rooms };

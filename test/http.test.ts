@@ -1,5 +1,6 @@
 // The HTTP core: request ids, error envelopes, security headers, CORS, body handling and health checks.
 import { gzipSync } from 'node:zlib';
+import http from 'node:http';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { signUp } from './helpers/factories.js';
@@ -264,7 +265,60 @@ describe('HTTP core', () => {
       const res = await api.get('/health/ready');
       expect(res.status).to.equal(200);
       expect(res.body).to.deep.include({ success: true });
-      expect(res.body.data).to.deep.equal({ status: 'ready' });
+      expect(res.body.data.status).to.equal('ready');
+      expect(res.body.data.checks.database.status).to.equal('up');
+      expect(res.body.data.checks.redis.status).to.equal(process.env.REDIS_URL ? 'up' : 'not_configured');
+    });
+
+    it('GET /health/ready turns 503 as soon as a stop begins, also on a keep-alive connection already open', async function () {
+      this.timeout(60_000);
+      const stopping = await startTestServer();
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const get = () =>
+        new Promise<{ status: number; reused: boolean; connection: string | undefined; body: any }>((resolve, reject) => {
+          const req = http.get(`${stopping.baseUrl}/api/v1/health/ready`, { agent }, (res) => {
+            let text = '';
+            res.on('data', (c) => (text += c));
+            res.on('end', () => resolve({ status: res.statusCode!, reused: req.reusedSocket, connection: res.headers.connection, body: JSON.parse(text) }));
+          });
+          req.on('error', reject);
+        });
+      try {
+        expect((await get()).status).to.equal(200);
+        stopping.server.readiness.beginShutdown();
+        const during = await get();
+        expect(during.reused, 'the same keep-alive connection').to.equal(true);
+        expect(during.status).to.equal(503);
+        expect(during.connection).to.equal('close');
+        expect(during.body.error.code).to.equal('service_unavailable');
+        expect(during.body.error.details[0]).to.include({ field: 'instance', message: 'stopping' });
+      } finally {
+        agent.destroy();
+        await stopping.stop();
+      }
+    });
+
+    it('GET /health/ready answers within its deadline when every database connection is busy', async function () {
+      this.timeout(60_000);
+      const busy = await startTestServer();
+      const { knex } = busy.server.db;
+      const holding = Array.from({ length: (knex.client as { pool: { max: number } }).pool.max }, () =>
+        knex.transaction(async (trx) => {
+          await trx.raw('select 1');
+          await new Promise((r) => setTimeout(r, 4_000));
+        }),
+      );
+      try {
+        await new Promise((r) => setTimeout(r, 200));
+        const res = await fetch(`${busy.baseUrl}/api/v1/health/ready`, { signal: AbortSignal.timeout(3_000) });
+        expect(res.status).to.equal(503);
+        const body = (await res.json()) as any;
+        expect(body.error.details.find((d: { field: string }) => d.field === 'database')).to.include({ status: 'down' });
+        expect(body.error.details.find((d: { field: string }) => d.field === 'database').reason).to.match(/did not answer within \d+ ms/);
+      } finally {
+        await Promise.all(holding);
+        await busy.stop();
+      }
     });
 
     describe('with the database gone', () => {
@@ -286,6 +340,7 @@ describe('HTTP core', () => {
 
         const ready = await brokenApi.get('/health/ready');
         expectError(ready, 503, 'service_unavailable');
+        expect(ready.body.error.details.find((d: { field: string }) => d.field === 'database').status).to.equal('down');
 
         const live = await brokenApi.get('/health');
         expect(live.status).to.equal(200);

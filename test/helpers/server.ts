@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../server/config.js';
 import { createServer, type AppServer } from '../../server/server.js';
+import type { Logger } from '../../server/logger.js';
 
 /** Fixed test secrets, so tests can forge tokens with the right and the wrong secret. */
 export const TEST_SECRETS = {
@@ -23,7 +24,7 @@ export interface TestServer {
  * A server on an ephemeral loopback port. Embedded runs get their own data directory (PGlite allows one
  * process per directory); with DATABASE_URL every server shares that database, as instances do in production.
  */
-export async function startTestServer(overrides: Record<string, string | undefined> = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Record<string, string | undefined> = {}, opts: { logger?: Logger } = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'support-test-'));
   const env: Record<string, string | undefined> = {
     NODE_ENV: 'test',
@@ -40,7 +41,7 @@ export async function startTestServer(overrides: Record<string, string | undefin
     ...overrides,
   };
   const config = loadConfig(env);
-  const server = createServer(config);
+  const server = createServer(config, opts);
   const port = await server.start();
   return {
     server,
