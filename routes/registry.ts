@@ -2,7 +2,7 @@
 import type { Router, RouterMiddleware } from '@koa/router';
 import type { ValidateFunction } from 'ajv';
 import type { Context, Middleware } from 'koa';
-import { koaBody } from 'koa-body';
+import { HttpMethodEnum, koaBody } from 'koa-body';
 import type { OperatorActor } from '../server/auth/actor.js';
 import type { VisitorActor } from '../server/services/widget.js';
 import type { Membership, Role } from '../db/models/Membership.js';
@@ -108,7 +108,9 @@ export class RouteRegistry {
   mount(router: Router, services: RouteServices): void {
     const bodyAjv = createAjv({ useDefaults: true, coerceTypes: false });
     const queryAjv = createAjv({ useDefaults: true, coerceTypes: 'array' });
-    const parseJson = koaBody({ json: true, jsonStrict: true, jsonLimit: '1mb', text: false, urlencoded: false, multipart: false, patchKoa: true, onError: (err) => { throw err; } });
+    // DELETE bodies are parsed too: bulk deletes carry their ids in one (koa-body skips DELETE by default).
+    const parsedMethods = [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE];
+    const parseJson = koaBody({ json: true, jsonStrict: true, jsonLimit: '1mb', text: false, urlencoded: false, multipart: false, patchKoa: true, parsedMethods, onError: (err) => { throw err; } });
 
     for (const def of this.routes) {
       const hasBody = BODY_METHODS.includes(def.method);

@@ -91,8 +91,8 @@ export class ContactAttributes {
   /** Removing a definition removes its values from every contact of the organization, in one transaction. */
   async remove(orgId: string, key: string): Promise<void> {
     await this.deps.knex.transaction(async (trx) => {
-      const deleted = await this.models.ContactAttributeDefinition.forOrg(orgId, trx).where('key', key).delete();
-      if (deleted === 0) throw new NotFound('Attribute definition');
+      const deleted = await this.models.ContactAttributeDefinition.forOrg(orgId, trx).where('key', key).delete().returning('id');
+      if (deleted.length === 0) throw new NotFound('Attribute definition');
       await trx('contacts').where('organization_id', orgId).whereRaw('(attributes -> ?) is not null', [key]).update({ attributes: trx.raw('attributes - ?', [key]), updated_at: trx.fn.now() });
     });
   }

@@ -41,17 +41,19 @@ export class ContactMerger {
     await this.contacts.withIdentities(orgId, [source], trx);
     const snapshot = presentContact(source);
 
+    // Counted from the rows returned: the embedded driver reports update counts differently.
+    const count = async (rows: PromiseLike<unknown[]>) => (await rows).length;
     const moved: Record<string, number> = {};
-    moved.conversations = await Conversation.forOrg(orgId, trx).where('contactId', sourceId).patch({ contactId: targetId });
-    moved.tickets = (await this.hasTickets(trx)) ? await trx('tickets').where({ organization_id: orgId, contact_id: sourceId }).update({ contact_id: targetId }) : 0;
-    moved.notes = await ContactNote.forOrg(orgId, trx).where('contactId', sourceId).patch({ contactId: targetId });
-    moved.identities = await ContactIdentity.forOrg(orgId, trx).where('contactId', sourceId).patch({ contactId: targetId });
+    moved.conversations = await count(Conversation.forOrg(orgId, trx).where('contactId', sourceId).patch({ contactId: targetId }).returning('id'));
+    moved.tickets = (await this.hasTickets(trx)) ? await count(trx('tickets').where({ organization_id: orgId, contact_id: sourceId }).update({ contact_id: targetId }, ['id'])) : 0;
+    moved.notes = await count(ContactNote.forOrg(orgId, trx).where('contactId', sourceId).patch({ contactId: targetId }).returning('id'));
+    moved.identities = await count(ContactIdentity.forOrg(orgId, trx).where('contactId', sourceId).patch({ contactId: targetId }).returning('id'));
     moved.conflicts =
-      (await ContactConflict.forOrg(orgId, trx).where('contactId', sourceId).patch({ contactId: targetId })) +
-      (await ContactConflict.forOrg(orgId, trx).where('otherContactId', sourceId).patch({ otherContactId: targetId }));
+      (await count(ContactConflict.forOrg(orgId, trx).where('contactId', sourceId).patch({ contactId: targetId }).returning('id'))) +
+      (await count(ContactConflict.forOrg(orgId, trx).where('otherContactId', sourceId).patch({ otherContactId: targetId }).returning('id')));
     // A duplicate pair that now names the survivor twice was settled by this merge.
     await ContactConflict.forOrg(orgId, trx).where('kind', 'duplicate').where('status', 'open').whereColumn('contactId', 'otherContactId').patch({ status: 'applied', resolvedBy: byUserId, resolvedAt: new Date() });
-    moved.merges = await ContactMerge.forOrg(orgId, trx).where('survivorContactId', sourceId).patch({ survivorContactId: targetId });
+    moved.merges = await count(ContactMerge.forOrg(orgId, trx).where('survivorContactId', sourceId).patch({ survivorContactId: targetId }).returning('id'));
 
     const patch: Partial<Contact> = {};
     for (const field of STANDARD_FIELDS) {

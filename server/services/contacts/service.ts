@@ -153,7 +153,8 @@ export class ContactService {
     return this.deps.knex.transaction(async (trx) => {
       const found = await this.models.Contact.forOrg(orgId, trx).whereIn('id', unique).select('id').forUpdate();
       if (found.length !== unique.length) throw new NotFound('Contact');
-      return this.models.Contact.forOrg(orgId, trx).whereIn('id', unique).delete();
+      // Rows returned rather than a count: the embedded driver reports counts differently.
+      return (await this.models.Contact.forOrg(orgId, trx).whereIn('id', unique).delete().returning('id')).length;
     });
   }
 
