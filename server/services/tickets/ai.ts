@@ -29,6 +29,7 @@ export class TicketAiService {
     const actor: TicketActor = { type: 'ai', orgId };
     const core = this.core;
     return core.run(async (trx, fx) => {
+      await this.organization(trx, orgId);
       const claim = await core.deps.keys.claim(trx, orgId, 'tickets.ai.create', idempotencyKey, fields);
       if (claim.replay) return { ticket: await core.get(orgId, claim.resourceId, trx), created: false };
       const conversation = fields.conversationId ? await core.conversationIn(trx, orgId, fields.conversationId) : null;
@@ -74,6 +75,11 @@ export class TicketAiService {
     return { contactId: conversation.contactId, tickets: await tickets };
   }
 
+  /** An unknown organization is 404 (its key could not be stored anyway). */
+  private async organization(trx: Knex.Transaction, orgId: string): Promise<void> {
+    if (!(await this.core.models.Organization.query(trx).findById(orgId))) throw new NotFound('Organization');
+  }
+
   private withKey(
     orgId: string,
     ticketId: string,
@@ -83,6 +89,7 @@ export class TicketAiService {
     work: (trx: Knex.Transaction, fx: Effects) => Promise<Ticket>,
   ): Promise<Ticket> {
     return this.core.run(async (trx, fx) => {
+      if (key) await this.organization(trx, orgId);
       const claim = key ? await this.core.deps.keys.claim(trx, orgId, scope, key, request) : null;
       if (claim?.replay) return this.core.get(orgId, claim.resourceId, trx);
       const ticket = await work(trx, fx);
