@@ -8,6 +8,7 @@ import objection from 'objection';
 import { lockDataDir } from './dataDirLock.js';
 import { migrateLatest, type MigrateOptions } from './migrate.js';
 import { SourceNamedMigrations } from './migrationSource.js';
+import type { Logger } from '../server/logger.js';
 import { statement, type StatementFactory } from './statements.js';
 import { AgentRun } from './models/AgentRun.js';
 import { AuthSession } from './models/AuthSession.js';
@@ -48,6 +49,8 @@ export interface DatabaseOptions {
   dataDir: string;
   /** Named prepared statements on PostgreSQL (default true); PGlite never uses them. */
   preparedStatements?: boolean;
+  /** Where knex's own warnings go (a cut connection, a deprecation); without one, knex writes to the console. */
+  logger?: Pick<Logger, 'warn' | 'error' | 'debug'>;
 }
 
 export interface Database {
@@ -62,11 +65,22 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** knex's log hooks as structured lines: a pooled connection the server cut becomes one warning, not console text. */
+function knexLog(logger: NonNullable<DatabaseOptions['logger']>): Knex.Config['log'] {
+  return {
+    warn: (message: unknown) => logger.warn({ knex: String(message) }, 'database driver warning'),
+    error: (message: unknown) => logger.error({ knex: String(message) }, 'database driver error'),
+    deprecate: (method: string, alternative: string) => logger.debug({ method, alternative }, 'knex deprecation'),
+    debug: (message: unknown) => logger.debug({ knex: message }, 'knex debug'),
+  };
+}
+
 export function knexConfig(options: DatabaseOptions): Knex.Config {
   const common: Knex.Config = {
     ...knexSnakeCaseMappers(),
     // Loadable from the source and from the build alike (db/migrationSource.ts).
     migrations: { migrationSource: new SourceNamedMigrations(MIGRATIONS_DIR), tableName: 'knex_migrations' },
+    ...(options.logger ? { log: knexLog(options.logger) } : {}),
   };
   if (options.databaseUrl) {
     return { ...common, client: 'pg', connection: options.databaseUrl, pool: { min: 0, max: 10 } };

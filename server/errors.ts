@@ -154,6 +154,9 @@ function isDatabaseUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && (/^(08|57P0)/.test(code) || UNREACHABLE.has(code))) return true;
+  // node-postgres reports a socket that closed under a query with this text and no code at all (knex prefixes the
+  // SQL), so here, and only here, the message is the mark.
+  if (code === undefined && /Connection terminated( unexpectedly)?$/.test(err.message)) return true;
   return err.name === 'KnexTimeoutError';
 }
 

@@ -82,7 +82,8 @@ describe('database connections terminated under a running instance', function ()
     const cut = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
     const noConnection = Object.assign(new Error('Knex: Timeout acquiring a connection'), { name: 'KnexTimeoutError' });
-    for (const err of [cut, refused, noConnection]) expect(toAppError(err).code, err.message).to.equal('service_unavailable');
+    const closedUnderQuery = new Error('select 1 - Connection terminated unexpectedly');
+    for (const err of [cut, refused, noConnection, closedUnderQuery]) expect(toAppError(err).code, err.message).to.equal('service_unavailable');
     expect(toAppError(Object.assign(new Error('syntax error'), { code: '42601' })).status).to.equal(500);
   });
 });
