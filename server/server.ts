@@ -60,7 +60,7 @@ export interface AppServer {
 
 export function createServer(config: Config, opts: { logger?: Logger } = {}): AppServer {
   const logger = opts.logger ?? createLogger(config.logLevel);
-  const db = createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, preparedStatements: config.preparedStatements });
+  const db = createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, preparedStatements: config.preparedStatements, logger });
   const redis = config.redisUrl ? new RedisLink(config.redisUrl, logger) : null;
   const events = new DomainEventBus(logger);
   const tokens = new TokenService(config);
