@@ -125,10 +125,10 @@ describe('REST conversations: contact links (spec endpoint 3)', () => {
     expect(created.contactId).to.be.a('string');
     expect(created.contact).to.include({ id: created.contactId, name: 'Carla Contact', email: 'carla@example.test', company: 'Acme' });
 
-    // The same email (any case) finds the same contact; recorded fields are not overwritten.
-    const found = expectApiSuccess(await link(b.conversationId, { email: 'carla@example.TEST', name: 'Someone Else', phone: '+1 555 0100' }), 200);
+    // The same email (any case) finds the same contact; recorded fields are not overwritten; phones become E.164.
+    const found = expectApiSuccess(await link(b.conversationId, { email: 'carla@example.TEST', name: 'Someone Else', phone: '+1 415 555 0100' }), 200);
     expect(found.contactId).to.equal(created.contactId);
-    expect(found.contact).to.include({ name: 'Carla Contact', phone: '+1 555 0100' });
+    expect(found.contact).to.include({ name: 'Carla Contact', phone: '+14155550100' });
     expect(await server.db.models.Contact.query().where('organizationId', owner.orgId).resultSize()).to.equal(1);
 
     // GET shows the contact.
