@@ -49,6 +49,19 @@ describe('Tickets: AI service routes', () => {
     expect(timeline.map((e) => [e.type, e.actorType])).to.deep.equal([['created', 'ai']]);
   });
 
+  it('a key is free again once its 30 days are over', async () => {
+    const { server } = sharedServer();
+    const key = `expire-${randomUUID()}`;
+    const first = ok(await ai.post('/tickets/ai', { organizationId: owner.orgId, idempotencyKey: key, title: 'Old key' }), 201);
+    const row = await server.db.models.IdempotencyKey.forOrg(owner.orgId).where({ key }).first();
+    expect(row!.resourceId).to.equal(first.id);
+    expect(row!.expiresAt.getTime() - row!.createdAt.getTime()).to.equal(30 * 86_400_000);
+    expectError(await ai.post('/tickets/ai', { organizationId: owner.orgId, idempotencyKey: key, title: 'New use' }), 409, 'conflict');
+    await server.db.models.IdempotencyKey.query().patch({ expiresAt: new Date(Date.now() - 1000) }).where('id', row!.id);
+    const second = ok(await ai.post('/tickets/ai', { organizationId: owner.orgId, idempotencyKey: key, title: 'New use' }), 201);
+    expect(second.id).to.not.equal(first.id);
+  });
+
   it('a replay sent while the first request still runs waits for it and answers its ticket', async () => {
     const { server } = sharedServer();
     await createTicket(owner);
