@@ -66,13 +66,14 @@ export class RoutingService {
 
   /** Assigns (or with null unassigns) a conversation; the assignee must be an accepted member. */
   async assign(orgId: string, conversationId: string, agentId: string | null, opts: { reason?: string | null; byUserId?: string }): Promise<Conversation> {
-    if (agentId) {
-      const member = await this.models.Membership.forOrg(orgId).findOne({ userId: agentId, status: 'accepted' });
-      if (!member) throw new ValidationFailed('The assignee is not an active member of this organization', [{ field: 'agentId', message: 'is not an active member' }]);
-    }
     const { conversation, changed } = await this.deps.knex.transaction(async (trx) => {
+      // The conversation first: another organization's id is 404 whatever the assignee.
       const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forNoKeyUpdate();
       if (!current) throw new NotFound('Conversation');
+      if (agentId) {
+        const member = await this.models.Membership.forOrg(orgId, trx).findOne({ userId: agentId, status: 'accepted' });
+        if (!member) throw new ValidationFailed('The assignee is not an active member of this organization', [{ field: 'agentId', message: 'is not an active member' }]);
+      }
       if (current.assignedTo === agentId) return { conversation: current, changed: false };
       return { conversation: await this.applyAssignment(trx, orgId, current, agentId), changed: true };
     });
