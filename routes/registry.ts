@@ -12,6 +12,7 @@ import { createAjv, errorDetails } from '../server/validation.js';
 import type { RateLimitName } from '../server/ratelimit.js';
 import type { RouteServices } from './services.js';
 import type { RequestState } from './middleware/state.js';
+import { originOf } from './middleware/visitorCors.js';
 
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -161,6 +162,7 @@ export class RouteRegistry {
           const token = services.bearerToken(ctx);
           if (!token) throw new Unauthorized();
           visitor = await services.widget.visitorFromToken(token);
+          services.widget.assertOrigin(visitor, originOf(ctx));
         } else if (auth.kind !== 'public' || auth.optionalBearer) {
           const token = services.bearerToken(ctx);
           if (token) actor = await services.actors.fromAccessToken(token);

@@ -2,6 +2,7 @@
 import { presentMessage, presentVisitorConversation } from '../server/presenters/conversation.js';
 import { presentPublicWidget, presentWidget } from '../server/presenters/widget.js';
 import type { WidgetConfigInput } from '../server/services/widget.js';
+import { originOf } from './middleware/visitorCors.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, freeForm, object, params, personName } from './schemas/common.js';
@@ -44,7 +45,11 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       query: object({ publicKey }, ['publicKey']),
       response: { status: 200, description: 'Public configuration', data: { type: 'object' } },
       errors: [404],
-      handler: async ({ query }) => ({ message: 'Widget configuration', data: presentPublicWidget(await s.widget.byPublicKey(query.publicKey)) }),
+      handler: async ({ query, ctx }) => {
+        const widget = await s.widget.byPublicKey(query.publicKey);
+        s.widget.assertOrigin(widget, originOf(ctx));
+        return { message: 'Widget configuration', data: presentPublicWidget(widget) };
+      },
     }),
     defineRoute<{ publicKey: string; sessionId?: string; visitor?: { name?: string; email?: string } }>({
       method: 'post', path: '/widget/auth/token', operationId: 'createWidgetToken', tag, auth: { kind: 'public' }, rateLimit: 'widget-token',
@@ -56,7 +61,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
         data: object({ token: { type: 'string' }, sessionId: { type: 'string', format: 'uuid' }, organizationId: { type: 'string', format: 'uuid' }, expiresAt: { type: 'string', format: 'date-time' } }),
       },
       errors: [403, 404],
-      handler: async ({ body, ctx }) => ({ message: 'Widget session started', data: await s.widget.issueToken(body, ctx.get('origin') || null) }),
+      handler: async ({ body, ctx }) => ({ message: 'Widget session started', data: await s.widget.issueToken(body, originOf(ctx)) }),
     }),
     defineRoute({
       method: 'post', path: '/widget/auth/validate', operationId: 'validateWidgetToken', tag, auth: { kind: 'widget' },
@@ -109,7 +114,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 201, description: 'Recorded' },
       errors: [404],
       handler: async ({ body, ctx }) => {
-        await s.widget.recordQrScan(body.publicKey, { userAgent: ctx.get('user-agent') || null, referrer: ctx.get('referer') || null });
+        await s.widget.recordQrScan(body.publicKey, { userAgent: ctx.get('user-agent') || null, referrer: ctx.get('referer') || null }, originOf(ctx));
         return { message: 'Scan recorded' };
       },
     }),

@@ -6,6 +6,7 @@ import { createApiRouter } from '../routes/index.js';
 import { accessLog } from '../routes/middleware/accessLog.js';
 import { errorMapper } from '../routes/middleware/errors.js';
 import { requestId } from '../routes/middleware/requestId.js';
+import { splitCors } from '../routes/middleware/visitorCors.js';
 import type { RequestState } from '../routes/middleware/state.js';
 import type { RouteServices } from '../routes/services.js';
 import { NotFound } from './errors.js';
@@ -27,7 +28,7 @@ export function createApp(services: RouteServices, logger: Logger) {
   app.use(errorMapper({ exposeInternal: config.env === 'development' }));
   app.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, crossOriginResourcePolicy: { policy: 'same-site' } }));
   app.use(
-    cors({
+    splitCors(cors({
       // Only listed origins get CORS headers; '*' allows any origin (without credentials).
       origin: (ctx) => {
         const origin = ctx.get('origin');
@@ -38,7 +39,7 @@ export function createApp(services: RouteServices, logger: Logger) {
       allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'x-ai-tool-secret'],
       exposeHeaders: ['X-Request-Id', 'Retry-After'],
       maxAge: 600,
-    }),
+    })),
   );
   app.use(router.routes());
   app.use(async () => {

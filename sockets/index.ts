@@ -15,7 +15,7 @@ import type { RedisLink } from '../server/redis.js';
 import type { AgentService } from '../server/services/agents.js';
 import type { ConversationService } from '../server/services/conversations.js';
 import type { MessageService } from '../server/services/messages.js';
-import type { VisitorActor, WidgetService } from '../server/services/widget.js';
+import { requestOrigin, type VisitorActor, type WidgetService } from '../server/services/widget.js';
 import { createBroadcaster } from './broadcast.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
 import type { MembershipCheck } from './membership.js';
@@ -135,7 +135,8 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
       if (claimed?.typ === 'widget_session') {
         const visitor = await deps.widget.visitorFromToken(token);
         if (visitor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
-        if (!deps.widget.originAllowed(visitor, origin)) return refuse('forbidden', "origin not in the widget's allowedOrigins");
+        const from = requestOrigin({ origin, host: socket.handshake.headers.host });
+        if (!deps.widget.originAllowed(visitor, from)) return refuse('forbidden', "origin not in the widget's allowedOrigins");
         socket.data = { orgId, visitor };
         logger.debug({ requestId, orgId, kind, sessionId: visitor.sessionId, socketId: socket.id }, 'socket connected');
         return next();

@@ -45,7 +45,16 @@ describe('REST widget: configuration', () => {
       200,
     );
     const anon = new Api(baseUrl);
-    const pub = expectApiSuccess(await anon.get(`/widget/config?publicKey=${encodeURIComponent(admin.publicKey)}`), 200);
+    const configPath = `/widget/config?publicKey=${encodeURIComponent(admin.publicKey)}`;
+    const listed = { headers: { origin: 'https://a.example.test' } };
+    const allowed = await anon.get(configPath, listed);
+    const pub = expectApiSuccess(allowed, 200);
+    expect(allowed.headers.get('access-control-allow-origin')).to.equal('https://a.example.test');
+    // Like the token exchange, a page elsewhere (or a client naming no origin) reads nothing, not even the CORS grant.
+    const foreign = await anon.get(configPath, { headers: { origin: 'https://elsewhere.example.test' } });
+    expectApiError(foreign, 403, 'forbidden');
+    expect(foreign.headers.get('access-control-allow-origin')).to.equal(null);
+    expectApiError(await anon.get(configPath), 403, 'forbidden');
     expect(pub).to.include({ publicKey: admin.publicKey, displayName: 'Public Face', organizationId: owner.orgId });
     expect(pub).to.not.have.property('allowedOrigins');
     expect(pub.ai).to.deep.equal({ enabled: true, greeting: 'Hi!' });

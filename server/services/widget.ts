@@ -34,6 +34,34 @@ export interface WidgetConfigInput {
   collectUserInfo?: Record<string, unknown>;
 }
 
+/** Where a visitor request comes from: the page's Origin, and whether it is one of the server's own pages. */
+export interface RequestOrigin {
+  origin: string | null;
+  /** The server's own hosted chat page (same host), which any widget may use whatever its allowedOrigins. */
+  sameHost: boolean;
+}
+
+/** A visitor request from a website the widget does not list: answered 403 and without CORS headers. */
+export class OriginNotAllowed extends Forbidden {
+  constructor() {
+    super('This website is not allowed to use the widget');
+  }
+}
+
+/**
+ * Same host as the server: by Origin when the browser sent one, else by Sec-Fetch-Site (browsers send no Origin on
+ * a same-origin GET; neither header can be set by a page's script).
+ */
+export function requestOrigin(headers: { origin?: string; host?: string; secFetchSite?: string }): RequestOrigin {
+  const origin = headers.origin || null;
+  if (!origin) return { origin: null, sameHost: headers.secFetchSite === 'same-origin' };
+  try {
+    return { origin, sameHost: !!headers.host && new URL(origin).host === headers.host.toLowerCase() };
+  } catch {
+    return { origin, sameHost: false };
+  }
+}
+
 const newPublicKey = () => `pk_${randomBytes(18).toString('base64url')}`;
 const normalizeOrigin = (o: string) => o.trim().replace(/\/+$/, '').toLowerCase();
 
@@ -80,20 +108,28 @@ export class WidgetService {
     return widget;
   }
 
-  /** An empty list allows every origin; otherwise the page's Origin must be listed. */
-  originAllowed(widget: Pick<Widget, 'allowedOrigins'>, origin: string | null | undefined): boolean {
+  /** An empty list allows every origin; otherwise the page's Origin must be listed or be the server's own. */
+  originAllowed(widget: Pick<Widget, 'allowedOrigins'>, from: RequestOrigin): boolean {
     const allowed = widget.allowedOrigins ?? [];
-    if (allowed.length === 0) return true;
-    return !!origin && allowed.includes(normalizeOrigin(origin));
+    if (allowed.length === 0 || from.sameHost) return true;
+    if (!from.origin) return false;
+    const origin = normalizeOrigin(from.origin);
+    return allowed.includes(origin) || origin === normalizeOrigin(new URL(this.deps.publicUrl).origin);
+  }
+
+  /** Every visitor call checks its origin as the token exchange does. */
+  assertOrigin(widget: Pick<Widget, 'allowedOrigins'>, from: RequestOrigin): void {
+    if (!this.originAllowed(widget, from)) throw new OriginNotAllowed();
   }
 
   /** Exchanges the public key (and optionally a session to resume) for a 24-hour widget_session token. */
   async issueToken(
     input: { publicKey: string; sessionId?: string; visitor?: { name?: string; email?: string } },
-    origin: string | null,
+    from: RequestOrigin,
   ): Promise<{ token: string; sessionId: string; organizationId: string; expiresAt: string }> {
     const widget = await this.byPublicKey(input.publicKey);
-    if (!this.originAllowed(widget, origin)) throw new Forbidden('This website is not allowed to use the widget');
+    this.assertOrigin(widget, from);
+    const origin = from.origin;
     let session: VisitorSession | undefined;
     if (input.sessionId) session = await this.models.VisitorSession.forOrg(widget.organizationId).findById(input.sessionId).where('widgetId', widget.id);
     const visitor = { name: input.visitor?.name?.trim() || null, email: input.visitor?.email?.trim().toLowerCase() || null };
@@ -193,8 +229,9 @@ export class WidgetService {
     return this.deps.messages.page(visitor.orgId, conversationId, { afterSeq, limit, publicOnly: true });
   }
 
-  async recordQrScan(publicKey: string, meta: { userAgent: string | null; referrer: string | null }): Promise<void> {
+  async recordQrScan(publicKey: string, meta: { userAgent: string | null; referrer: string | null }, from: RequestOrigin): Promise<void> {
     const widget = await this.byPublicKey(publicKey);
+    this.assertOrigin(widget, from);
     await this.models.QrScan.query().insert({ organizationId: widget.organizationId, widgetId: widget.id, userAgent: meta.userAgent?.slice(0, 512) ?? null, referrer: meta.referrer?.slice(0, 2048) ?? null });
   }
 
