@@ -20,6 +20,8 @@ export interface Config {
   /** Days after which the bodies of sent (or only logged) mail are cleared from the outbox. */
   mailRetentionDays: number;
   publicUrl: string;
+  /** The operators' dashboard, base of invite, reset and login links in mail (default: PUBLIC_URL, the hosted pages). */
+  appUrl: string;
   secrets: { access: string; refresh: string; widget: string };
   aiToolSecret: string | null;
   accessTokenTtlSeconds: number;
@@ -116,6 +118,7 @@ export function loadConfig(env: Env = process.env): Config {
   const host = str('HOST') ?? '0.0.0.0';
   const dataDir = path.resolve(str('DATA_DIR') ?? './data');
   const publicUrl = (url('PUBLIC_URL', ['http:', 'https:']) ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  const appUrl = (url('APP_URL', ['http:', 'https:']) ?? publicUrl).replace(/\/+$/, '');
   const logLevel = (str('LOG_LEVEL') ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
@@ -178,6 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
     mailFrom: str('MAIL_FROM') ?? 'Support Platform <no-reply@localhost>',
     mailRetentionDays: int('MAIL_RETENTION_DAYS', 7, 1, 3650),
     publicUrl,
+    appUrl,
     secrets: { access: '', refresh: '', widget: '' },
     aiToolSecret: str('AI_TOOL_SECRET'),
     accessTokenTtlSeconds: duration('ACCESS_TOKEN_TTL', 15 * 60),

@@ -71,8 +71,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const sessions = new SessionService(db.models, tokens, events, config.refreshTokenTtlSeconds);
   const mailer = new Mailer(db.models, db.knex, logger, { smtpUrl: config.smtpUrl, from: config.mailFrom });
   const organizations = new OrganizationService({ models: db.models, knex: db.knex, sessions, events, plans: { catalog: config.plans, defaultPlan: config.defaultPlan } });
-  const auth = new AuthService({ models: db.models, knex: db.knex, passwords, otp, sessions, tokens, mailer, organizations, publicUrl: config.publicUrl, tokenHashKey });
-  const memberships = new MembershipService({ models: db.models, knex: db.knex, passwords, sessions, organizations, mailer, events, publicUrl: config.publicUrl, tokenHashKey });
+  const auth = new AuthService({ models: db.models, knex: db.knex, passwords, otp, sessions, tokens, mailer, organizations, appUrl: config.appUrl, tokenHashKey });
+  const memberships = new MembershipService({ models: db.models, knex: db.knex, passwords, sessions, organizations, mailer, events, appUrl: config.appUrl, tokenHashKey });
 
   const presence: Presence = redis ? new RedisPresence(redis, (err) => logger.debug({ err }, 'presence fell back to this instance')) : new MemoryPresence();
   const notifications = new NotificationService({ models: db.models, events });

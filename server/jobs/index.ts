@@ -1,0 +1,214 @@
+// The one durable job queue: work that runs later or leaves the process (webhook deliveries, knowledge indexing,
+// sweeps). A job row is written in the same transaction as the change that causes it, so a rolled-back change
+// leaves no job and a committed one never loses it. Any instance may run it: a claim takes due rows with
+// FOR UPDATE SKIP LOCKED and holds them under a lease; a job whose instance died is claimed again once the lease
+// runs out. Delivery is therefore at least once: handlers must be safe to run twice.
+import type { Knex } from 'knex';
+import type { Logger } from '../logger.js';
+
+export interface Job<P> {
+  id: string;
+  queue: string;
+  organizationId: string | null;
+  payload: P;
+  /** 1 on the first run. */
+  attempt: number;
+}
+
+export interface QueueDefinition<P> {
+  queue: string;
+  handle(job: Job<P>): Promise<void>;
+  /** Wait after failed attempt n before attempt n + 1, in seconds; its length + 1 is the number of attempts. */
+  retryDelaysSeconds: number[];
+  /** How long a claim holds a job before another instance may take it (default 60 s): longer than a run takes. */
+  leaseSeconds?: number;
+  /** Jobs of this queue running at once on one instance (default 4). */
+  concurrency?: number;
+}
+
+/** Try again later: after `delaySeconds` when given (a Retry-After), else after the queue's next delay. */
+export class RetryLater extends Error {
+  constructor(
+    message: string,
+    readonly delaySeconds?: number,
+  ) {
+    super(message);
+    this.name = 'RetryLater';
+  }
+}
+
+/** A failure that another attempt cannot fix: the job is marked failed at once. */
+export class GiveUp extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GiveUp';
+  }
+}
+
+export interface EnqueueOptions {
+  organizationId?: string | null;
+  /** The transaction of the change that causes the job: the job exists exactly when the change commits. */
+  trx?: Knex.Transaction;
+  runAt?: Date;
+  /** While a job with this key is pending or running in the queue, enqueueing it again returns that job. */
+  dedupeKey?: string;
+}
+
+interface ClaimedRow {
+  id: string;
+  organizationId: string | null;
+  queue: string;
+  payload: unknown;
+  attempts: number;
+}
+
+const POLL_MS = 1_000;
+const PRUNE_MS = 3_600_000;
+/** Finished jobs are kept this long, for inspection, then deleted. */
+const KEEP_FINISHED_DAYS = 7;
+
+export class JobQueue {
+  private readonly queues = new Map<string, Required<QueueDefinition<unknown>>>();
+  private readonly inFlight = new Map<string, Set<Promise<void>>>();
+  private poller: NodeJS.Timeout | null = null;
+  private pruner: NodeJS.Timeout | null = null;
+  private stopped = true;
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly logger: Logger,
+    private readonly options: { pollMs?: number } = {},
+  ) {}
+
+  define<P>(definition: QueueDefinition<P>): void {
+    if (this.queues.has(definition.queue)) throw new Error(`queue ${definition.queue} is defined twice`);
+    this.queues.set(definition.queue, { leaseSeconds: 60, concurrency: 4, ...definition } as Required<QueueDefinition<unknown>>);
+    this.inFlight.set(definition.queue, new Set());
+  }
+
+  async enqueue<P>(queue: string, payload: P, options: EnqueueOptions = {}): Promise<{ id: string }> {
+    if (!this.queues.has(queue)) throw new Error(`queue ${queue} is not defined`);
+    const db = options.trx ?? this.knex;
+    const row = { queue, payload: JSON.stringify(payload ?? {}), organization_id: options.organizationId ?? null, run_at: options.runAt ?? new Date(), dedupe_key: options.dedupeKey ?? null };
+    const inserted = options.dedupeKey
+      ? await db('jobs').insert(row).onConflict(db.raw(`(queue, dedupe_key) where dedupe_key is not null and status in ('pending', 'running')`)).ignore().returning('id')
+      : await db('jobs').insert(row).returning('id');
+    let id = (inserted[0] as { id: string } | undefined)?.id;
+    if (!id) {
+      const existing = await db('jobs').select('id').where({ queue, dedupe_key: options.dedupeKey }).whereIn('status', ['pending', 'running']).first();
+      id = (existing as { id: string }).id;
+    }
+    // Picked up at once after the commit rather than at the next poll.
+    const committed = options.trx ? (options.trx as unknown as { executionPromise?: Promise<unknown> }).executionPromise : Promise.resolve();
+    committed?.then(() => this.poll(queue), () => undefined);
+    return { id };
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.poller = setInterval(() => this.poll(), this.options.pollMs ?? POLL_MS);
+    this.poller.unref();
+    const prune = () => void this.prune().catch((err) => this.logger.warn({ err }, 'pruning finished jobs failed'));
+    this.pruner = setInterval(prune, PRUNE_MS);
+    this.pruner.unref();
+    prune();
+    this.poll();
+  }
+
+  /** Stops claiming and waits for the jobs this instance is running. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.poller) clearInterval(this.poller);
+    if (this.pruner) clearInterval(this.pruner);
+    await Promise.allSettled([...this.inFlight.values()].flatMap((set) => [...set]));
+  }
+
+  /** Runs every job of `queue` (or of all queues) that is due now, until none is left; returns how many ran. */
+  async drain(queue?: string): Promise<number> {
+    let ran = 0;
+    for (const name of queue ? [queue] : [...this.queues.keys()]) {
+      for (;;) {
+        const claimed = await this.claim(name, 50);
+        if (claimed.length === 0) break;
+        await Promise.all(claimed.map((row) => this.run(name, row)));
+        ran += claimed.length;
+      }
+    }
+    return ran;
+  }
+
+  /** Claims what each queue has room for and runs it; never throws (a failed pass is retried at the next poll). */
+  private poll(only?: string): void {
+    if (this.stopped) return;
+    for (const [name, definition] of this.queues) {
+      if (only && name !== only) continue;
+      const running = this.inFlight.get(name)!;
+      const room = definition.concurrency - running.size;
+      if (room <= 0) continue;
+      this.claim(name, room)
+        .then((rows) => {
+          for (const row of rows) {
+            const run = this.run(name, row).finally(() => {
+              running.delete(run);
+              // A queue with more waiting keeps going without waiting for the next poll.
+              if (!this.stopped) this.poll(name);
+            });
+            running.add(run);
+          }
+        })
+        .catch((err) => this.logger.warn({ err, queue: name }, 'claiming jobs failed'));
+    }
+  }
+
+  private async claim(queue: string, limit: number): Promise<ClaimedRow[]> {
+    const { leaseSeconds } = this.queues.get(queue)!;
+    const result = await this.knex.raw(
+      `update jobs set status = 'running', attempts = attempts + 1, locked_until = now() + make_interval(secs => ?), updated_at = now()
+        where id in (
+          select id from jobs
+           where queue = ? and ((status = 'pending' and run_at <= now()) or (status = 'running' and locked_until < now()))
+           order by run_at
+           limit ?
+           for update skip locked)
+        returning id, organization_id as "organizationId", queue, payload, attempts`,
+      [leaseSeconds, queue, limit],
+    );
+    return (result.rows ?? result) as ClaimedRow[];
+  }
+
+  private async run(queue: string, row: ClaimedRow): Promise<void> {
+    const definition = this.queues.get(queue)!;
+    const payload = typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload;
+    try {
+      await definition.handle({ id: row.id, queue, organizationId: row.organizationId, payload, attempt: row.attempts });
+      await this.finish(row, { status: 'done', last_error: null });
+    } catch (err) {
+      const message = err instanceof Error ? err.message.slice(0, 1000) : 'job failed';
+      const retriesLeft = row.attempts <= definition.retryDelaysSeconds.length;
+      if (err instanceof GiveUp || !retriesLeft) {
+        this.logger.warn({ jobId: row.id, queue, attempts: row.attempts, err: message }, 'job failed for good');
+        await this.finish(row, { status: 'failed', last_error: message });
+        return;
+      }
+      const delay = err instanceof RetryLater && err.delaySeconds !== undefined ? err.delaySeconds : definition.retryDelaysSeconds[row.attempts - 1]!;
+      this.logger.info({ jobId: row.id, queue, attempts: row.attempts, retryInSeconds: delay, err: message }, 'job will be retried');
+      await this.knex('jobs')
+        .where({ id: row.id, attempts: row.attempts })
+        .update({ status: 'pending', locked_until: null, last_error: message, run_at: this.knex.raw('now() + make_interval(secs => ?)', [delay]), updated_at: this.knex.fn.now() })
+        .catch((e: unknown) => this.logger.error({ err: e, jobId: row.id }, 'could not reschedule a job (it runs again after its lease)'));
+    }
+  }
+
+  /** Records the outcome, unless another instance took the job over after this claim's lease ran out. */
+  private async finish(row: ClaimedRow, outcome: { status: 'done' | 'failed'; last_error: string | null }): Promise<void> {
+    await this.knex('jobs')
+      .where({ id: row.id, attempts: row.attempts })
+      .update({ ...outcome, locked_until: null, finished_at: this.knex.fn.now(), updated_at: this.knex.fn.now() })
+      .catch((err: unknown) => this.logger.error({ err, jobId: row.id }, 'could not record a finished job (it runs again after its lease)'));
+  }
+
+  private async prune(): Promise<number> {
+    return this.knex('jobs').where('finished_at', '<', this.knex.raw(`now() - interval '${KEEP_FINISHED_DAYS} days'`)).delete();
+  }
+}

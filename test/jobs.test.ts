@@ -1,0 +1,168 @@
+// The durable job queue: transactional enqueue, retries and giving up, leases after a crash, one run per job across
+// instances, and jobs surviving a restart.
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { GiveUp, JobQueue, RetryLater } from '../server/jobs/index.js';
+import { sharedServer } from './helpers/hooks.js';
+import { startTestServer } from './helpers/server.js';
+import { waitFor } from './helpers/wait.js';
+
+/** Each test gets its own queue name, so queues defined on the shared server never collide. */
+const queueName = () => `test-${randomUUID().slice(0, 8)}`;
+
+async function jobRow(id: string) {
+  return sharedServer().server.db.knex('jobs').where({ id }).first();
+}
+
+/** Drains (the server's own poller may get there first) until the job's row satisfies `done`. */
+async function settle(queue: string, id: string, done: (row: any) => boolean, what: string) {
+  const { jobs } = sharedServer().server;
+  return waitFor(async () => {
+    await jobs.drain(queue);
+    const row = await jobRow(id);
+    return done(row) ? row : null;
+  }, { what });
+}
+
+describe('jobs: the durable queue', function () {
+  this.timeout(60_000);
+
+  it('exists only when the enqueueing transaction commits, and runs once', async () => {
+    const { jobs, db } = sharedServer().server;
+    const queue = queueName();
+    const seen: string[] = [];
+    jobs.define<{ n: number }>({ queue, retryDelaysSeconds: [], handle: async (job) => void seen.push(`${job.payload.n}:${job.attempt}`) });
+    await db.knex
+      .transaction(async (trx) => {
+        await jobs.enqueue(queue, { n: 1 }, { trx });
+        throw new Error('roll back');
+      })
+      .catch(() => undefined);
+    const committed = await db.knex.transaction((trx) => jobs.enqueue(queue, { n: 2 }, { trx }));
+    await waitFor(async () => (await jobRow(committed.id))?.status === 'done', { what: 'the committed job to run' });
+    expect(await jobs.drain(queue)).to.equal(0);
+    expect(seen).to.deep.equal(['2:1']);
+    expect(Number((await db.knex('jobs').where({ queue }).count<{ count: string }[]>('* as count'))[0]!.count)).to.equal(1);
+  });
+
+  it('retries with the queue\'s delays, honours a requested delay, and fails for good when attempts run out', async () => {
+    const { jobs, db } = sharedServer().server;
+    const queue = queueName();
+    let calls = 0;
+    jobs.define({ queue, retryDelaysSeconds: [0, 3600], handle: async () => {
+      calls++;
+      throw new Error(`boom ${calls}`);
+    } });
+    const { id } = await jobs.enqueue(queue, {});
+    // Attempt 1 failed (retry at once), attempt 2 failed (retry in an hour): pending, not yet due.
+    let row = await settle(queue, id, (r) => r.attempts === 2 && r.status === 'pending', 'two failed attempts');
+    expect(row.lastError).to.equal('boom 2');
+    expect(new Date(row.runAt).getTime()).to.be.greaterThan(Date.now() + 3_500_000);
+    expect(await jobs.drain(queue)).to.equal(0);
+    await db.knex('jobs').where({ id }).update({ run_at: new Date() });
+    row = await settle(queue, id, (r) => r.status === 'failed', 'the last attempt');
+    expect(row.attempts).to.equal(3);
+    expect(calls).to.equal(3);
+
+    const later = queueName();
+    jobs.define({ queue: later, retryDelaysSeconds: [1], handle: async () => {
+      throw new RetryLater('busy', 120);
+    } });
+    const retried = await jobs.enqueue(later, {});
+    const delayed = await settle(later, retried.id, (r) => r.attempts === 1 && r.status === 'pending', 'a first attempt');
+    expect(new Date(delayed.runAt).getTime()).to.be.within(Date.now() + 100_000, Date.now() + 130_000);
+  });
+
+  it('marks a job failed at once on GiveUp', async () => {
+    const { jobs } = sharedServer().server;
+    const queue = queueName();
+    jobs.define({ queue, retryDelaysSeconds: [0, 0, 0], handle: async () => {
+      throw new GiveUp('no such target');
+    } });
+    const { id } = await jobs.enqueue(queue, {});
+    const row = await settle(queue, id, (r) => r.status !== 'pending' && r.status !== 'running', 'the job to end');
+    expect([row.status, row.attempts, row.lastError]).to.deep.equal(['failed', 1, 'no such target']);
+  });
+
+  it('takes over a job whose instance died once its lease ran out, and not before', async () => {
+    const { jobs, db } = sharedServer().server;
+    const queue = queueName();
+    const runs: number[] = [];
+    jobs.define({ queue, retryDelaysSeconds: [], handle: async (job) => void runs.push(job.attempt) });
+    const { id } = await jobs.enqueue(queue, {}, { runAt: new Date(Date.now() + 3_600_000) });
+    // As a crashed instance leaves it: claimed, running, lease still valid.
+    await db.knex('jobs').where({ id }).update({ status: 'running', attempts: 1, locked_until: new Date(Date.now() + 60_000) });
+    expect(await jobs.drain(queue)).to.equal(0);
+    await db.knex('jobs').where({ id }).update({ locked_until: new Date(Date.now() - 1_000) });
+    await settle(queue, id, (r) => r.status === 'done', 'the job taken over');
+    expect(runs).to.deep.equal([2]);
+  });
+
+  it('keeps one job per dedupe key while it is unfinished', async () => {
+    const { jobs } = sharedServer().server;
+    const queue = queueName();
+    let runs = 0;
+    jobs.define({ queue, retryDelaysSeconds: [], handle: async () => void runs++ });
+    const later = new Date(Date.now() + 3_600_000);
+    const first = await jobs.enqueue(queue, { v: 1 }, { dedupeKey: 'reindex:doc-1', runAt: later });
+    const second = await jobs.enqueue(queue, { v: 2 }, { dedupeKey: 'reindex:doc-1', runAt: later });
+    expect(second.id).to.equal(first.id);
+    await sharedServer().server.db.knex('jobs').where({ id: first.id }).update({ run_at: new Date() });
+    await settle(queue, first.id, (r) => r.status === 'done', 'the deduplicated job');
+    const third = await jobs.enqueue(queue, { v: 3 }, { dedupeKey: 'reindex:doc-1', runAt: later });
+    expect(third.id).to.not.equal(first.id);
+    expect(runs).to.equal(1);
+  });
+
+  it('runs each job exactly once when two instances claim at the same time', async function () {
+    const { db, logger } = sharedServer().server;
+    const queue = queueName();
+    const ran = new Map<number, number>();
+    const handle = async (job: { payload: { n: number } }) => {
+      await new Promise((r) => setTimeout(r, 2));
+      ran.set(job.payload.n, (ran.get(job.payload.n) ?? 0) + 1);
+    };
+    // Two queues over the same table stand for two instances.
+    const one = new JobQueue(db.knex, logger);
+    const two = new JobQueue(db.knex, logger);
+    for (const q of [one, two]) q.define<{ n: number }>({ queue, retryDelaysSeconds: [], handle });
+    await db.knex.transaction(async (trx) => {
+      for (let n = 0; n < 60; n++) await one.enqueue(queue, { n }, { trx });
+    });
+    const [a, b] = await Promise.all([one.drain(queue), two.drain(queue)]);
+    expect(a + b).to.equal(60);
+    expect([...ran.values()].every((count) => count === 1)).to.equal(true);
+    expect(ran.size).to.equal(60);
+  });
+
+  it('still runs a job enqueued before a stop, after the next start', async () => {
+    // Own data directory (or the shared PostgreSQL), so the second server opens what the first one left.
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'support-jobs-'));
+    const queue = queueName();
+    let ran = 0;
+    try {
+      const first = await startTestServer({ DATA_DIR: dataDir });
+      first.server.jobs.define({ queue, retryDelaysSeconds: [], handle: async () => void ran++ });
+      await first.server.jobs.stop();
+      const { id } = await first.server.jobs.enqueue(queue, {});
+      await first.server.stop();
+      expect(ran).to.equal(0);
+
+      const second = await startTestServer({ DATA_DIR: dataDir });
+      try {
+        second.server.jobs.define({ queue, retryDelaysSeconds: [], handle: async () => void ran++ });
+        await waitFor(async () => (await second.server.jobs.drain(queue), ran === 1), { what: 'the job after the restart' });
+        await new Promise((r) => setTimeout(r, 200));
+        expect(ran).to.equal(1);
+        expect((await second.server.db.knex('jobs').where({ id }).first()).status).to.equal('done');
+      } finally {
+        await second.server.stop();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
