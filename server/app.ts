@@ -10,6 +10,7 @@ import { splitCors } from '../routes/middleware/visitorCors.js';
 import type { RequestState } from '../routes/middleware/state.js';
 import type { RouteServices } from '../routes/services.js';
 import { NotFound } from './errors.js';
+import { createWebRouter } from './web/routes.js';
 import type { Logger } from './logger.js';
 
 export function createApp(services: RouteServices, logger: Logger) {
@@ -41,6 +42,7 @@ export function createApp(services: RouteServices, logger: Logger) {
       maxAge: 600,
     })),
   );
+  app.use(createWebRouter(config).routes());
   app.use(router.routes());
   app.use(async () => {
     throw new NotFound('Route');

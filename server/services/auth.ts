@@ -37,7 +37,8 @@ export class AuthService {
       tokens: TokenService;
       mailer: Mailer;
       organizations: OrganizationService;
-      publicUrl: string;
+      /** Base of the links in mail: the operators' dashboard (APP_URL). */
+      appUrl: string;
       tokenHashKey: string;
     },
   ) {}
@@ -52,7 +53,7 @@ export class AuthService {
     const existing = await this.models.User.query().findOne({ email });
     const code = await this.deps.otp.issue(email, 'email_verification', { name: input.name.trim() });
     if (existing) {
-      await this.deps.mailer.queue(accountExistsMail(email, `${this.deps.publicUrl}/login`));
+      await this.deps.mailer.queue(accountExistsMail(email, `${this.deps.appUrl}/login`));
     } else {
       await this.deps.mailer.queue(signupCodeMail(email, input.name.trim(), code));
     }
@@ -182,7 +183,7 @@ export class AuthService {
     const code = await this.deps.otp.issue(email, 'password_reset');
     const token = user ? await this.createResetToken(user.id) : generateLinkToken();
     if (user) {
-      await this.deps.mailer.queue(passwordResetMail(email, code, `${this.deps.publicUrl}/reset-password?token=${encodeURIComponent(token)}`));
+      await this.deps.mailer.queue(passwordResetMail(email, code, `${this.deps.appUrl}/reset-password?token=${encodeURIComponent(token)}`));
     }
   }
 

@@ -38,7 +38,8 @@ export class MembershipService {
       organizations: OrganizationService;
       mailer: Mailer;
       events: DomainEventBus;
-      publicUrl: string;
+      /** Base of the links in mail: the operators' dashboard (APP_URL). */
+      appUrl: string;
       tokenHashKey: string;
     },
   ) {}
@@ -97,7 +98,7 @@ export class MembershipService {
   }
 
   private inviteLink(token: string): string {
-    return `${this.deps.publicUrl}/accept-invite?token=${encodeURIComponent(token)}`;
+    return `${this.deps.appUrl}/accept-invite?token=${encodeURIComponent(token)}`;
   }
 
   /** Invites by email. The plan's `humanAgents` caps accepted + pending members; admins cannot grant owner. */
