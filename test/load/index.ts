@@ -11,10 +11,11 @@ import { GENERATOR_CORE, removeTemplate, SERVER_CORE, type RunContext, type Scen
 import { chat } from './scenarios/chat.js';
 import { cluster } from './scenarios/cluster.js';
 import { connections } from './scenarios/connections.js';
+import { crm } from './scenarios/crm.js';
 import { ingest } from './scenarios/ingest.js';
 import { rest } from './scenarios/rest.js';
 
-const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest];
+const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest, crm];
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);

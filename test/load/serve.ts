@@ -3,6 +3,7 @@
 import { loadConfig } from '../../server/config.js';
 import { createServer } from '../../server/server.js';
 import { serveChild } from './lib/proc.js';
+import { seedCrm, type CrmSeedRequest } from './lib/crm-seed.js';
 import { cleanup, countMessages, seed, type SeedRequest } from './lib/seed.js';
 
 const config = loadConfig(process.env);
@@ -17,6 +18,8 @@ serveChild(
       runIds.add(req.runId);
       return seed(server, req);
     },
+    // Contacts and tickets of an organization `seed` made (its runId is already recorded for cleanup).
+    seedCrm: (req: CrmSeedRequest) => seedCrm(server, req),
     countMessages: ({ orgIds }: { orgIds: string[] }) => countMessages(server, orgIds),
     // On a shared PostgreSQL the run removes its rows; an embedded data directory is deleted instead.
     cleanup: async () => {

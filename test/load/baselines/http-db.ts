@@ -4,12 +4,16 @@
 //   POST /conversations/:id/messages   lock, bump last_seq, insert the message: one transaction
 //   POST /login                        one bcrypt compare at BENCH_LOGIN_COST
 //   POST /observability/ai-calls       one multi-row INSERT of aiCallRow() rows
+//   GET  /contacts, GET /tickets       the lists' count and first page (crm; see crmList below)
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import bcrypt from 'bcrypt';
 import pg from 'pg';
+import { containsPattern } from '../../../db/search.js';
+import { normalizeTag } from '../../../server/services/contacts/fields.js';
 import { aiCallRow, type AiCallEvent } from '../../../server/services/observability.js';
+import { numberQuery } from '../../../server/services/tickets/rules.js';
 import { serveChild } from '../lib/proc.js';
 
 type Query = (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>;
@@ -107,7 +111,71 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     await db.query(`insert into ai_call_events (${AI_COLUMNS.join(', ')}) values ${tuples.join(', ')}`, params);
     return send(res, 201, { inserted: rows.length });
   }
+  if (req.method === 'GET' && (url.startsWith('/contacts') || url.startsWith('/tickets'))) {
+    const result = await crmList(orgId, new URL(url, 'http://x'));
+    return result ? send(res, 200, result) : send(res, 404, null);
+  }
   send(res, 404, null);
+}
+
+/**
+ * The SQL ContactService.list and TicketService.list run (built there with Objection, so copied here as the query
+ * log shows it; keep the two in sync): the count and the first page at once, then the page's contact identities.
+ * Default page (limit 50, offset 0) and default order only; the helpers for patterns, tags and numbers are shared.
+ */
+async function crmList(orgId: string, u: URL): Promise<{ items: Record<string, unknown>[]; total: number } | null> {
+  const p = u.searchParams;
+  const where: string[] = [];
+  const params: unknown[] = [orgId];
+  const bind = (v: unknown) => `$${params.push(v)}`;
+  if (u.pathname === '/contacts') {
+    where.push('"contacts"."organization_id" = $1');
+    const q = p.get('q');
+    if (q?.trim()) {
+      const like = containsPattern(q.trim());
+      const digits = q.replace(/[\s().-]/g, '');
+      const or = [`"contacts"."name" ilike ${bind(like)}`, `"contacts"."email" ilike ${bind(like)}`, `"contacts"."company" ilike ${bind(like)}`, `"contacts"."phone" ilike ${bind(like)}`];
+      if (digits && digits !== q.trim()) or.push(`"contacts"."phone" ilike ${bind(containsPattern(digits))}`);
+      where.push(`(${or.join(' or ')})`);
+    }
+    const tag = p.get('tag');
+    if (tag) where.push(`contacts.tags @> ${bind(JSON.stringify([normalizeTag(tag)]))}::jsonb`);
+    const inner = `select "contacts".* from "contacts" where ${where.join(' and ')}`;
+    const [[count], contacts] = await Promise.all([
+      db.query(`select count(*) as "count" from (${inner}) as "temp"`, params),
+      db.query(`${inner} order by contacts.created_at desc, contacts.id desc limit $${params.length + 1}`, [...params, 50]),
+    ]);
+    if (contacts.length) {
+      const identities = await db.query(
+        `select "contact_identities".* from "contact_identities" where "contact_identities"."organization_id" = $1 and "contact_id" in (${contacts.map((_, i) => `$${i + 2}`).join(', ')}) order by "created_at" asc`,
+        [orgId, ...contacts.map((c) => c.id)],
+      );
+      for (const c of contacts) c.identities = identities.filter((r) => r.contact_id === c.id);
+    }
+    return { items: contacts, total: Number(count!.count) };
+  }
+  if (u.pathname === '/tickets') {
+    where.push('"tickets"."organization_id" = $1');
+    const status = p.getAll('status').flatMap((v) => v.split(','));
+    if (status.length) where.push(`"tickets"."status" in (${status.map(bind).join(', ')})`);
+    else where.push(`not "tickets"."status" = ${bind('merged')}`);
+    const assignedTo = p.get('assignedTo');
+    if (assignedTo) where.push(`"tickets"."assigned_to" = ${bind(assignedTo)}`);
+    const q = p.get('q')?.trim();
+    if (q) {
+      const number = numberQuery(q);
+      const or = [`strpos(lower(tickets.title), lower(${bind(q)})) > 0`, `strpos(lower(coalesce(tickets.description, '')), lower(${bind(q)})) > 0`];
+      if (number !== null) or.push(`"tickets"."number" = ${bind(number)}`);
+      where.push(`(${or.join(' or ')})`);
+    }
+    const inner = `select "tickets".* from "tickets" where ${where.join(' and ')}`;
+    const [[count], tickets] = await Promise.all([
+      db.query(`select count(*) as "count" from (${inner}) as "temp"`, params),
+      db.query(`${inner} order by "tickets"."number" desc limit $${params.length + 1}`, [...params, 50]),
+    ]);
+    return { items: tickets, total: Number(count!.count) };
+  }
+  return null;
 }
 
 const http = createServer((req, res) => {

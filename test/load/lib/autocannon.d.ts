@@ -41,6 +41,10 @@ declare module 'autocannon' {
     '2xx': number;
     statusCodeStats: Record<string, { count: number }>;
   }
-  function autocannon(opts: Options): Promise<Result>;
+  /** The running instance: a promise of the result that also reports each response (latency in ms). */
+  export interface Instance extends Promise<Result> {
+    on(event: 'response', listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void): this;
+  }
+  function autocannon(opts: Options): Instance;
   export default autocannon;
 }

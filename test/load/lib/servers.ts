@@ -84,6 +84,8 @@ function appEnv(ctx: RunContext, dataDir: string, postgres: boolean, redis: bool
     DATABASE_URL: postgres ? ctx.options.databaseUrl! : '',
     REDIS_URL: redis && ctx.options.redisUrl ? ctx.options.redisUrl : '',
     SMTP_URL: '',
+    // Production mode refuses to start without SMTP unless told that mail may go to the (quiet) log.
+    ALLOW_MAIL_TO_LOG_IN_PRODUCTION: 'true',
     // Setup hashes agents' passwords at the minimum cost; the login measure seeds its own hash at --login-cost.
     BCRYPT_COST: '4',
     LOG_LEVEL: 'warn',
