@@ -2,6 +2,7 @@
 import { Router } from '@koa/router';
 import { agentRoutes } from './agent.js';
 import { aiRoutes } from './ai.js';
+import { analyticsRoutes } from './analytics.js';
 import { observabilityRoutes } from './observability.js';
 import { templateRoutes } from './templates.js';
 import { ticketRoutes } from './tickets.js';
@@ -37,6 +38,7 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...ticketRoutes(services),
     ...observabilityRoutes(services),
     ...aiRoutes(services),
+    ...analyticsRoutes(services),
     ...contactRoutes(services),
   );
   const router = new Router({ prefix: '/api/v1' });

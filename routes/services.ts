@@ -18,6 +18,7 @@ import type { NotificationService } from '../server/services/notifications.js';
 import type { RoutingService } from '../server/services/routing.js';
 import type { WidgetService } from '../server/services/widget.js';
 import type { AiService } from '../server/services/ai.js';
+import type { AnalyticsService } from '../server/services/analytics/index.js';
 import type { ObservabilityService } from '../server/services/observability.js';
 import type { TemplateService } from '../server/services/templates.js';
 import type { TicketService } from '../server/services/tickets/index.js';
@@ -41,6 +42,7 @@ export interface RouteServices {
   observability: ObservabilityService;
   ai: AiService;
   tickets: TicketService;
+  analytics: AnalyticsService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */
   bearerToken(ctx: Context): string | null;
   /** Constant-time check of x-ai-tool-secret; 503 when no secret is configured (fail closed). */

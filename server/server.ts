@@ -30,6 +30,7 @@ import { NotificationService } from './services/notifications.js';
 import { RoutingService } from './services/routing.js';
 import { WidgetService } from './services/widget.js';
 import { AiService } from './services/ai.js';
+import { AnalyticsService } from './services/analytics/index.js';
 import { ObservabilityService } from './services/observability.js';
 import { TemplateService } from './services/templates.js';
 import { IdempotencyKeys, TicketMailer, TicketService } from './services/tickets/index.js';
@@ -96,6 +97,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     keys: new IdempotencyKeys({ models: db.models, knex: db.knex, onSweepError: (err) => logger.warn({ err }, 'sweeping expired idempotency keys failed') }),
   });
 
+  const analytics = new AnalyticsService({ knex: db.knex, onRollupError: (err) => logger.warn({ err }, 'rolling up message counts failed') });
   const readiness = new Readiness(db, redis);
   const services: RouteServices = {
     config,
@@ -116,6 +118,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     observability,
     ai,
     tickets,
+    analytics,
     bearerToken: bearerTokenReader(config.allowQueryToken),
     checkAiSecret: aiSecretChecker(config.aiToolSecret),
     readiness,
@@ -148,6 +151,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
         if (applied.length) logger.info({ applied }, 'migrations applied');
       }
       mailer.start();
+      analytics.rollup.start();
       // Old AI-call events and the bodies of old delivered mail are pruned at start and then hourly, on every
       // instance (both are idempotent).
       const prune = () => {
@@ -175,6 +179,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     async stop() {
       readiness.beginShutdown();
       if (retention) clearInterval(retention);
+      await analytics.rollup.stop();
       // Socket.IO closes the HTTP server too: no new connections, sockets told to go, running requests finish.
       const closing = realtime.close();
       http.closeIdleConnections();

@@ -27,5 +27,11 @@ export class Conversation extends TenantModel {
   declare lastMessageAt: Date | null;
   declare resolvedAt: Date | null;
   declare closedAt: Date | null;
+  /** Analytics moments, set on the message path and by status changes (see the analytics migration). */
+  declare firstResponseAt?: Date | null;
+  declare firstHumanReplyAt?: Date | null;
+  declare firstHumanReplyBy?: string | null;
+  declare firstResolvedAt?: Date | null;
+  declare firstResolvedByAi?: boolean;
   declare contact?: Contact | null;
 }

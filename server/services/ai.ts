@@ -78,7 +78,7 @@ export class AiService {
 
   async resolve(orgId: string, conversationId: string, summary?: string): Promise<Conversation> {
     if (summary) await this.deps.messages.send({ type: 'system', orgId }, { conversationId, content: summary, type: 'system', private: true, metadata: { kind: 'ai_resolution_summary' } });
-    return this.deps.conversations.changeStatus(orgId, conversationId, 'resolved');
+    return this.deps.conversations.changeStatus(orgId, conversationId, 'resolved', { byAi: true });
   }
 
   /**

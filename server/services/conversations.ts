@@ -103,7 +103,7 @@ export class ConversationService {
     return { conversation: await this.withContact(rowFromJson<Conversation>(row.conversation)), messages: row.messages.map((m) => rowFromJson<Message>(m)) };
   }
 
-  async changeStatus(orgId: string, conversationId: string, status: ConversationStatus): Promise<Conversation> {
+  async changeStatus(orgId: string, conversationId: string, status: ConversationStatus, opts: { byAi?: boolean } = {}): Promise<Conversation> {
     const { conversation, changed } = await this.deps.knex.transaction(async (trx) => {
       const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forNoKeyUpdate();
       if (!current) throw new NotFound('Conversation');
@@ -112,6 +112,11 @@ export class ConversationService {
       const now = new Date();
       const patch: Partial<Conversation> = { status };
       if (status === 'resolved') patch.resolvedAt = now;
+      // Analytics: the first resolution, and whether the AI service made it with no agent ever in the conversation.
+      if (status === 'resolved' && !current.firstResolvedAt) {
+        patch.firstResolvedAt = now;
+        patch.firstResolvedByAi = !!opts.byAi && !current.humanJoinedAt && !current.firstHumanReplyAt;
+      }
       if (status === 'open') patch.resolvedAt = null;
       if (status === 'closed') patch.closedAt = now;
       return { conversation: await this.models.Conversation.query(trx).patchAndFetchById(current.id, patch), changed: true };

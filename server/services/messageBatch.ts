@@ -79,7 +79,10 @@ conv as (
     status = case when i.sender_type = 'visitor' and c.status = 'resolved' then 'open' else c.status end,
     resolved_at = case when i.sender_type = 'visitor' and c.status = 'resolved' then null else c.resolved_at end,
     first_reply_at = case when i.sender_type = 'agent' and not i.private then coalesce(c.first_reply_at, $2::timestamptz) else c.first_reply_at end,
-    human_joined_at = case when i.sender_type = 'agent' then coalesce(c.human_joined_at, $2::timestamptz) else c.human_joined_at end
+    human_joined_at = case when i.sender_type = 'agent' then coalesce(c.human_joined_at, $2::timestamptz) else c.human_joined_at end,
+    first_response_at = case when i.sender_type in ('agent', 'ai') and not i.private then coalesce(c.first_response_at, $2::timestamptz) else c.first_response_at end,
+    first_human_reply_at = case when i.sender_type = 'agent' and not i.private and (c.first_human_reply_at is null or c.first_human_reply_at < c.escalated_at) then $2::timestamptz else c.first_human_reply_at end,
+    first_human_reply_by = case when i.sender_type = 'agent' and not i.private and (c.first_human_reply_at is null or c.first_human_reply_at < c.escalated_at) then i.sender_id else c.first_human_reply_by end
   from target t join input i on i.ord = t.ord
   where c.id = t.id
     and (i.client_message_id is null or not exists (

@@ -175,6 +175,13 @@ export class MessageService {
     }
     if (isPublicAgentReply && !conversation.firstReplyAt) patch.firstReplyAt = now;
     if (sender.type === 'agent' && !conversation.humanJoinedAt) patch.humanJoinedAt = now;
+    // Analytics moments (the row is locked, so "only the first counts" needs no coalesce here).
+    if ((sender.type === 'agent' || sender.type === 'ai') && !input.private && !conversation.firstResponseAt) patch.firstResponseAt = now;
+    // The first human reply counts from the escalation: a reply before it is replaced by the first one after it.
+    if (sender.type === 'agent' && !input.private && (!conversation.firstHumanReplyAt || (conversation.escalatedAt && conversation.firstHumanReplyAt < conversation.escalatedAt))) {
+      patch.firstHumanReplyAt = now;
+      patch.firstHumanReplyBy = sender.userId;
+    }
     // RETURNING instead of a re-read: one round trip per statement on the hot path.
     const [updated] = (await trx('conversations').where('id', conversation.id).update({ ...patch, updatedAt: now }, '*')) as Conversation[];
     const [message] = (await trx('messages').insert({

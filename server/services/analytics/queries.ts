@@ -1,0 +1,290 @@
+// The analytics SQL: every figure is computed by PostgreSQL over the timestamps stored when things happened, read
+// through the (organization_id, created_at | first_resolved_at | done_at) indexes and the per-minute message rollup.
+import type { Knex } from 'knex';
+import type { AnalyticsRange } from './range.js';
+
+export interface Filters {
+  channel: string | null;
+  agentId: string | null;
+}
+
+export interface Durations {
+  avg: number | null;
+  median: number | null;
+  p90: number | null;
+  count: number;
+}
+
+export interface SummaryFigures {
+  conversations: { started: number; resolved: number; open: number; escalated: number; aiResolved: number };
+  messages: { visitor: number; agent: number; ai: number; system: number; total: number };
+  firstResponse: Durations;
+  firstHumanResponse: Durations;
+  resolution: Durations;
+  tickets: { created: number; resolved: number };
+}
+
+export interface DayFigures {
+  date: string;
+  started: number;
+  resolved: number;
+  openAtEnd: number;
+  messagesVisitor: number;
+  messagesAgent: number;
+  messagesAi: number;
+  ticketsCreated: number;
+  ticketsResolved: number;
+  medianFirstResponse: number | null;
+}
+
+export interface AgentFigures {
+  userId: string;
+  name: string | null;
+  assigned: number;
+  resolved: number;
+  open: number;
+  firstHumanResponses: number;
+  medianFirstResponse: number | null;
+  medianResolution: number | null;
+}
+
+export type AgentSort = 'assigned' | 'resolved' | 'open' | 'medianFirstResponse' | 'medianResolution' | 'name';
+
+/** Organization ids as one array parameter (they are validated UUIDs by the time they get here). */
+const orgArray = (ids: string[]) => `{${ids.join(',')}}`;
+
+/** Seconds between two timestamp columns, for avg and percentile_cont. */
+const secs = (later: string, earlier: string) => `extract(epoch from (${later} - ${earlier}))`;
+
+function durations(expr: string, alias: string): string {
+  return `avg(${expr}) as ${alias}_avg,
+    percentile_cont(0.5) within group (order by ${expr}) as ${alias}_median,
+    percentile_cont(0.9) within group (order by ${expr}) as ${alias}_p90,
+    count(${expr})::int as ${alias}_count`;
+}
+
+/** Rows of a raw query with camelCase keys (the knex mappers convert query-builder rows only). */
+function rowsOf<T = Record<string, unknown>>(result: { rows: Record<string, unknown>[] }): T[] {
+  return result.rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase()), v])) as T);
+}
+
+const round = (v: unknown): number | null => (v === null || v === undefined ? null : Math.round(Number(v)));
+const int = (v: unknown): number => Number(v ?? 0);
+
+function readDurations(row: Record<string, unknown>, alias: string): Durations {
+  return { avg: round(row[`${alias}Avg`]), median: round(row[`${alias}Median`]), p90: round(row[`${alias}P90`]), count: int(row[`${alias}Count`]) };
+}
+
+export class AnalyticsQueries {
+  constructor(private readonly knex: Knex) {}
+
+  /** `and ...` conditions for the conversation filters, with their bindings. */
+  private convFilter(f: Filters, alias = ''): { sql: string; bindings: string[] } {
+    const p = alias ? `${alias}.` : '';
+    let sql = '';
+    const bindings: string[] = [];
+    if (f.channel) {
+      sql += ` and ${p}channel = ?`;
+      bindings.push(f.channel);
+    }
+    if (f.agentId) {
+      sql += ` and ${p}assigned_to = ?`;
+      bindings.push(f.agentId);
+    }
+    return { sql, bindings };
+  }
+
+  async summary(orgIds: string[], range: AnalyticsRange, f: Filters): Promise<SummaryFigures> {
+    const orgs = orgArray(orgIds);
+    const cf = this.convFilter(f);
+    const { from, to } = range;
+    const sql = `
+      with started as (
+        select count(*)::int as started,
+          count(*) filter (where escalated_at is not null)::int as escalated,
+          ${durations(secs('first_response_at', 'created_at'), 'fr')},
+          ${durations(secs('first_human_reply_at', 'coalesce(escalated_at, created_at)'), 'hr')}
+        from conversations where organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?${cf.sql}
+      ),
+      resolved as (
+        select count(*)::int as resolved, count(*) filter (where first_resolved_by_ai)::int as ai_resolved,
+          ${durations(secs('first_resolved_at', 'created_at'), 'res')}
+        from conversations where organization_id = any(?::uuid[]) and first_resolved_at >= ? and first_resolved_at < ?${cf.sql}
+      )
+      select started.*, resolved.*,
+        (select count(*) from conversations where organization_id = any(?::uuid[]) and created_at < ?${cf.sql})
+          - (select count(*) from conversations where organization_id = any(?::uuid[]) and done_at < ?${cf.sql}) as open
+      from started, resolved`;
+    const bindings = [orgs, from, to, ...cf.bindings, orgs, from, to, ...cf.bindings, orgs, to, ...cf.bindings, orgs, to, ...cf.bindings];
+    const [conv, messages, tickets] = await Promise.all([
+      this.knex.raw(sql, bindings).then((r) => rowsOf(r)[0]!),
+      this.messageCounts(orgs, range, f),
+      this.ticketCounts(orgs, range, f),
+    ]);
+    return {
+      conversations: { started: int(conv.started), resolved: int(conv.resolved), open: int(conv.open), escalated: int(conv.escalated), aiResolved: int(conv.aiResolved) },
+      messages,
+      firstResponse: readDurations(conv, 'fr'),
+      firstHumanResponse: readDurations(conv, 'hr'),
+      resolution: readDurations(conv, 'res'),
+      tickets,
+    };
+  }
+
+  private async messageCounts(orgs: string, range: AnalyticsRange, f: Filters): Promise<SummaryFigures['messages']> {
+    const rows = rowsOf<{ senderType: string; n: string }>(await this.knex.raw(
+      `select sender_type, sum(count)::bigint as n from message_rollups
+       where organization_id = any(?::uuid[]) and bucket >= ? and bucket < ?${f.channel ? ' and channel = ?' : ''} group by sender_type`,
+      [orgs, range.from, range.to, ...(f.channel ? [f.channel] : [])],
+    ));
+    const by = (kind: string) => int(rows.find((r) => r.senderType === kind)?.n);
+    const counts = { visitor: by('visitor'), agent: by('agent'), ai: by('ai'), system: by('system') };
+    return { ...counts, total: counts.visitor + counts.agent + counts.ai + counts.system };
+  }
+
+  private async ticketCounts(orgs: string, range: AnalyticsRange, f: Filters): Promise<SummaryFigures['tickets']> {
+    const agent = f.agentId ? ' and assigned_to = ?' : '';
+    const a = f.agentId ? [f.agentId] : [];
+    const row = (await this.knex.raw(
+      `select (select count(*) from tickets where organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?${agent})::int as created,
+              (select count(*) from tickets where organization_id = any(?::uuid[]) and resolved_at >= ? and resolved_at < ?${agent})::int as resolved`,
+      [orgs, range.from, range.to, ...a, orgs, range.from, range.to, ...a],
+    )).rows[0] as { created: number; resolved: number };
+    return { created: int(row.created), resolved: int(row.resolved) };
+  }
+
+  async trends(orgIds: string[], range: AnalyticsRange, f: Filters): Promise<DayFigures[]> {
+    const orgs = orgArray(orgIds);
+    const cf = this.convFilter(f);
+    const { from, to, timezone: tz } = range;
+    const day = (col: string) => `(${col} at time zone ?)::date`;
+    const agent = f.agentId ? ' and assigned_to = ?' : '';
+    const a = f.agentId ? [f.agentId] : [];
+    const channel = f.channel ? ' and channel = ?' : '';
+    const ch = f.channel ? [f.channel] : [];
+    // openAtEnd: open when the range starts, plus each day's starts, minus each day's first resolutions or closes.
+    const sql = `
+      with days as (
+        select d::date as date from generate_series((?::timestamptz at time zone ?)::date, ((?::timestamptz - interval '1 microsecond') at time zone ?)::date, interval '1 day') d
+      ),
+      started as (
+        select ${day('created_at')} as date, count(*)::int as n,
+          percentile_cont(0.5) within group (order by ${secs('first_response_at', 'created_at')}) as median_first_response
+        from conversations where organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?${cf.sql} group by 1
+      ),
+      resolved as (
+        select ${day('first_resolved_at')} as date, count(*)::int as n
+        from conversations where organization_id = any(?::uuid[]) and first_resolved_at >= ? and first_resolved_at < ?${cf.sql} group by 1
+      ),
+      done as (
+        select ${day('done_at')} as date, count(*)::int as n
+        from conversations where organization_id = any(?::uuid[]) and done_at >= ? and done_at < ?${cf.sql} group by 1
+      ),
+      messages as (
+        select ${day('bucket')} as date,
+          sum(count) filter (where sender_type = 'visitor')::int as visitor,
+          sum(count) filter (where sender_type = 'agent')::int as agent,
+          sum(count) filter (where sender_type = 'ai')::int as ai
+        from message_rollups where organization_id = any(?::uuid[]) and bucket >= ? and bucket < ?${channel} group by 1
+      ),
+      tickets_created as (
+        select ${day('created_at')} as date, count(*)::int as n from tickets
+        where organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?${agent} group by 1
+      ),
+      tickets_resolved as (
+        select ${day('resolved_at')} as date, count(*)::int as n from tickets
+        where organization_id = any(?::uuid[]) and resolved_at >= ? and resolved_at < ?${agent} group by 1
+      ),
+      base as (
+        select (select count(*) from conversations where organization_id = any(?::uuid[]) and created_at < ?${cf.sql})
+          - (select count(*) from conversations where organization_id = any(?::uuid[]) and done_at < ?${cf.sql}) as n
+      )
+      select to_char(days.date, 'YYYY-MM-DD') as date,
+        coalesce(s.n, 0) as started, coalesce(r.n, 0) as resolved,
+        (base.n + sum(coalesce(s.n, 0) - coalesce(dn.n, 0)) over (order by days.date))::int as open_at_end,
+        coalesce(m.visitor, 0) as messages_visitor, coalesce(m.agent, 0) as messages_agent, coalesce(m.ai, 0) as messages_ai,
+        coalesce(tc.n, 0) as tickets_created, coalesce(tr.n, 0) as tickets_resolved, s.median_first_response
+      from days cross join base
+        left join started s on s.date = days.date left join resolved r on r.date = days.date
+        left join done dn on dn.date = days.date left join messages m on m.date = days.date
+        left join tickets_created tc on tc.date = days.date left join tickets_resolved tr on tr.date = days.date
+      order by days.date`;
+    const bindings = [
+      from, tz, to, tz,
+      tz, orgs, from, to, ...cf.bindings,
+      tz, orgs, from, to, ...cf.bindings,
+      tz, orgs, from, to, ...cf.bindings,
+      tz, orgs, from, to, ...ch,
+      tz, orgs, from, to, ...a,
+      tz, orgs, from, to, ...a,
+      orgs, from, ...cf.bindings, orgs, from, ...cf.bindings,
+    ];
+    const rows = rowsOf(await this.knex.raw(sql, bindings));
+    return rows.map((r) => ({
+      date: String(r.date),
+      started: int(r.started),
+      resolved: int(r.resolved),
+      openAtEnd: int(r.openAtEnd),
+      messagesVisitor: int(r.messagesVisitor),
+      messagesAgent: int(r.messagesAgent),
+      messagesAi: int(r.messagesAi),
+      ticketsCreated: int(r.ticketsCreated),
+      ticketsResolved: int(r.ticketsResolved),
+      medianFirstResponse: round(r.medianFirstResponse),
+    }));
+  }
+
+  /** Per accepted member: conversations started in the range and assigned to them, and first human replies they made. */
+  async agents(orgId: string, range: AnalyticsRange, f: Filters, page: { sort: AgentSort; limit: number; offset: number }): Promise<{ rows: AgentFigures[]; total: number }> {
+    const channel = f.channel ? ' and channel = ?' : '';
+    const ch = f.channel ? [f.channel] : [];
+    const member = f.agentId ? ' and m.user_id = ?' : '';
+    const order: Record<AgentSort, string> = {
+      assigned: 'assigned desc', resolved: 'resolved desc', open: 'open desc',
+      medianFirstResponse: 'median_first_response asc nulls last', medianResolution: 'median_resolution asc nulls last', name: 'name asc',
+    };
+    const sql = `
+      with members as (
+        select m.user_id, coalesce(u.name, m.name) as name from memberships m join users u on u.id = m.user_id
+        where m.organization_id = ? and m.status = 'accepted'${member}
+      ),
+      assigned as (
+        select assigned_to as user_id, count(*)::int as assigned,
+          count(*) filter (where first_resolved_at is not null)::int as resolved,
+          count(*) filter (where done_at is null)::int as open,
+          percentile_cont(0.5) within group (order by ${secs('first_resolved_at', 'created_at')}) as median_resolution
+        from conversations where organization_id = ? and created_at >= ? and created_at < ? and assigned_to is not null${channel} group by 1
+      ),
+      human as (
+        select first_human_reply_by as user_id, count(*)::int as n,
+          percentile_cont(0.5) within group (order by ${secs('first_human_reply_at', 'coalesce(escalated_at, created_at)')}) as median_first_response
+        from conversations where organization_id = ? and created_at >= ? and created_at < ? and first_human_reply_by is not null${channel} group by 1
+      )
+      select members.user_id, members.name, coalesce(a.assigned, 0) as assigned, coalesce(a.resolved, 0) as resolved, coalesce(a.open, 0) as open,
+        coalesce(h.n, 0) as first_human_responses, h.median_first_response, a.median_resolution, count(*) over () as total
+      from members left join assigned a on a.user_id = members.user_id left join human h on h.user_id = members.user_id
+      order by ${order[page.sort]}, members.user_id
+      limit ? offset ?`;
+    const bindings = [orgId, ...(f.agentId ? [f.agentId] : []), orgId, range.from, range.to, ...ch, orgId, range.from, range.to, ...ch, page.limit, page.offset];
+    const rows = rowsOf(await this.knex.raw(sql, bindings));
+    let total = rows.length ? int(rows[0]!.total) : 0;
+    if (!rows.length && page.offset > 0) {
+      // Past the last page: the window count is not there to read.
+      const counted = (await this.knex.raw(`select count(*)::int as n from memberships m where m.organization_id = ? and m.status = 'accepted' and m.user_id is not null${member}`, [orgId, ...(f.agentId ? [f.agentId] : [])])).rows[0] as { n: number };
+      total = counted.n;
+    }
+    return {
+      total,
+      rows: rows.map((r) => ({
+        userId: String(r.userId),
+        name: (r.name as string | null) ?? null,
+        assigned: int(r.assigned),
+        resolved: int(r.resolved),
+        open: int(r.open),
+        firstHumanResponses: int(r.firstHumanResponses),
+        medianFirstResponse: round(r.medianFirstResponse),
+        medianResolution: round(r.medianResolution),
+      })),
+    };
+  }
+}

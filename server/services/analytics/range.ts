@@ -1,0 +1,82 @@
+// The period an analytics answer covers: `from`/`to` (ISO date or date-time) read in a time zone, checked and bounded.
+import { ValidationFailed } from '../../errors.js';
+
+export interface RangeQuery {
+  from?: string;
+  to?: string;
+  timezone?: string;
+}
+
+/** A half-open period [from, to) and the IANA zone its days are counted in. */
+export interface AnalyticsRange {
+  from: Date;
+  to: Date;
+  timezone: string;
+}
+
+export const MAX_RANGE_DAYS = 366;
+export const DEFAULT_RANGE_DAYS = 30;
+const DAY_MS = 86_400_000;
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
+// An ISO 8601 date-time with a zone (a zoneless one would be read in the server's zone, which means nothing here).
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
+
+export function isTimeZone(zone: string): boolean {
+  if (!zone || zone.length > 64) return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** How far `zone` is ahead of UTC at the instant `at` (ms). */
+function offsetMs(zone: string, at: number): number {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+  }).formatToParts(at);
+  const get = (type: string) => Number(parts.find((p) => p.type === type)?.value ?? 0);
+  const local = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
+  return local - Math.floor(at / 1000) * 1000;
+}
+
+/** The instant a local calendar day starts in `zone` (twice corrected, so days that start in a DST change land right). */
+export function startOfLocalDay(year: number, month: number, day: number, zone: string): Date {
+  const guess = Date.UTC(year, month - 1, day);
+  let at = guess - offsetMs(zone, guess);
+  at = guess - offsetMs(zone, at);
+  return new Date(at);
+}
+
+function parseBound(value: string, field: 'from' | 'to', zone: string): Date {
+  const date = DATE_ONLY.exec(value);
+  if (date) {
+    const [y, m, d] = [Number(date[1]), Number(date[2]), Number(date[3])];
+    const check = new Date(Date.UTC(y, m - 1, d));
+    if (check.getUTCMonth() !== m - 1 || check.getUTCDate() !== d) throw invalid(field, 'is not a calendar date');
+    // A date-only `to` includes that whole day.
+    return field === 'from' ? startOfLocalDay(y, m, d, zone) : startOfLocalDay(y, m, d + 1, zone);
+  }
+  const at = DATE_TIME.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(at)) throw invalid(field, 'must be an ISO date (YYYY-MM-DD) or date-time with a zone');
+  return new Date(at);
+}
+
+function invalid(field: string, message: string): ValidationFailed {
+  return new ValidationFailed(`${field} ${message}`, [{ field, message }]);
+}
+
+/**
+ * Reads the query's period. Without bounds: the last 30 days up to the next whole minute (so repeated requests share
+ * a cache entry). The zone is the query's, else the organization's setting when it is a valid zone, else UTC.
+ */
+export function resolveRange(query: RangeQuery, organizationZone: string | null | undefined, now = new Date()): AnalyticsRange {
+  if (query.timezone !== undefined && !isTimeZone(query.timezone)) throw invalid('timezone', 'is not an IANA time zone');
+  const timezone = query.timezone ?? (organizationZone && isTimeZone(organizationZone) ? organizationZone : 'UTC');
+  const to = query.to !== undefined ? parseBound(query.to, 'to', timezone) : new Date(Math.ceil(now.getTime() / 60_000) * 60_000);
+  const from = query.from !== undefined ? parseBound(query.from, 'from', timezone) : new Date(to.getTime() - DEFAULT_RANGE_DAYS * DAY_MS);
+  if (from.getTime() > to.getTime()) throw invalid('from', 'must not be after to');
+  if (to.getTime() - from.getTime() > MAX_RANGE_DAYS * DAY_MS) throw invalid('to', `must be at most ${MAX_RANGE_DAYS} days after from`);
+  return { from, to, timezone };
+}

@@ -1,0 +1,97 @@
+// The per-minute message rollup: a periodic in-process job counts messages by organization, minute, sender kind and
+// channel, so analytics never reads the messages table and the send path writes nothing extra.
+import type { Knex } from 'knex';
+
+export interface RollupResult {
+  /** Another instance held the watermark row: nothing was done. */
+  skipped: boolean;
+  /** Rollup rows written (inserted or corrected). */
+  buckets: number;
+}
+
+/**
+ * A message's created_at is its transaction's start, so a send that commits late lands in a minute already counted.
+ * Every run therefore recounts whole buckets from this far before the watermark; a count is replaced, never added
+ * to, which makes a run idempotent.
+ */
+const RECOUNT_WINDOW = '5 minutes';
+
+export class MessageRollup {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<RollupResult> | null = null;
+
+  constructor(private readonly deps: { knex: Knex; intervalMs: number; onError: (err: unknown) => void }) {}
+
+  /**
+   * Counts the messages written since the watermark. With `wait` it queues behind a run of another instance
+   * (tests use it to see every message counted); otherwise a locked watermark means someone else is at it.
+   */
+  run(opts: { wait?: boolean } = {}): Promise<RollupResult> {
+    if (this.running && !opts.wait) return this.running;
+    const run = (this.running ?? Promise.resolve()).catch(() => undefined).then(() => this.runOnce(!!opts.wait));
+    this.running = run;
+    void run.finally(() => {
+      if (this.running === run) this.running = null;
+    }).catch(() => undefined);
+    return run;
+  }
+
+  private runOnce(wait: boolean): Promise<RollupResult> {
+    return this.deps.knex.transaction(async (trx) => {
+      const state = (await trx.raw(`select rolled_until from message_rollup_state where id = 1 for update${wait ? '' : ' skip locked'}`)).rows as { rolled_until: Date | null }[];
+      if (!state.length) return { skipped: true, buckets: 0 };
+      const since = state[0]!.rolled_until;
+      // The watermark is this transaction's start, before the count's snapshot: what commits later is recounted by the
+      // next run's window.
+      const result = await trx.raw(
+        `with counted as (
+           select m.organization_id, date_trunc('minute', m.created_at) as bucket, m.sender_type, c.channel, count(*)::int as count
+           from messages m join conversations c on c.id = m.conversation_id
+           where m.created_at >= coalesce(date_trunc('minute', ?::timestamptz - interval '${RECOUNT_WINDOW}'), '-infinity'::timestamptz)
+           group by 1, 2, 3, 4
+         )
+         insert into message_rollups (organization_id, bucket, sender_type, channel, count)
+         select * from counted
+         on conflict (organization_id, bucket, sender_type, channel) do update set count = excluded.count
+         where message_rollups.count <> excluded.count`,
+        [since],
+      );
+      await trx.raw('update message_rollup_state set rolled_until = now() where id = 1');
+      return { skipped: false, buckets: Number(result.rowCount ?? 0) };
+    });
+  }
+
+  /**
+   * Recounts every bucket of one organization from its messages: after messages were imported or back-dated, which
+   * the watermark window never looks at again.
+   */
+  recount(organizationId: string): Promise<number> {
+    return this.deps.knex.transaction(async (trx) => {
+      // Waits for a running rollup, so the two never write the same rows at once.
+      await trx.raw('select 1 from message_rollup_state where id = 1 for update');
+      await trx.raw('delete from message_rollups where organization_id = ?', [organizationId]);
+      const result = await trx.raw(
+        `insert into message_rollups (organization_id, bucket, sender_type, channel, count)
+         select m.organization_id, date_trunc('minute', m.created_at), m.sender_type, c.channel, count(*)::int
+         from messages m join conversations c on c.id = m.conversation_id
+         where m.organization_id = ? group by 1, 2, 3, 4`,
+        [organizationId],
+      );
+      return Number(result.rowCount ?? 0);
+    });
+  }
+
+  start(): void {
+    if (this.timer) return;
+    const tick = () => void this.run().catch((err) => this.deps.onError(err));
+    tick();
+    this.timer = setInterval(tick, this.deps.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running?.catch(() => undefined);
+  }
+}
