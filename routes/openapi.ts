@@ -1,5 +1,6 @@
 // Builds the OpenAPI 3.1 document from the same route definitions that validate requests.
 import type { AnyRoute, JsonSchema, RouteAuth } from './registry.js';
+import { ALL_SCOPES, describeScope, keyAllows, requiredScope } from '../server/services/apiKeys/index.js';
 
 const ERROR_TEXT: Record<number, string> = {
   400: 'Invalid input (validation_failed, invalid_json, invalid_otp or invalid_transition)',
@@ -81,10 +82,10 @@ export function buildOpenApi(routes: AnyRoute[], info: { serverUrl: string }) {
       operationId: route.operationId,
       tags: [route.tag],
       summary: route.summary,
-      ...(route.description ? { description: route.description } : {}),
-      security: securityFor(route.auth),
+      ...(route.description || route.auth.kind === 'org' ? { description: [route.description, route.auth.kind === 'org' ? describeScope(requiredScope(route), route.auth.role) : null].filter(Boolean).join('\n\n') } : {}),
+      security: route.auth.kind === 'org' ? [{ bearerAuth: [] }, { apiKey: [] }] : securityFor(route.auth),
       ...(route.rateLimit ? { 'x-rate-limit': route.rateLimit } : {}),
-      ...(route.auth.kind === 'org' ? { 'x-required-role': route.auth.role } : {}),
+      ...(route.auth.kind === 'org' ? { 'x-required-role': route.auth.role, 'x-required-scope': keyAllows(ALL_SCOPES, requiredScope(route), route.auth.role) ? requiredScope(route) : null } : {}),
       parameters: parametersOf(route),
       ...(hasBody && route.body
         ? { requestBody: { required: Array.isArray(route.body.required) && route.body.required.length > 0, content: { 'application/json': { schema: route.documentedBody ?? route.body } } } }
@@ -104,6 +105,7 @@ export function buildOpenApi(routes: AnyRoute[], info: { serverUrl: string }) {
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Operator access token' },
         widgetSession: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'widget_session token from POST /widget/auth/token' },
+        apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'sp_live_<32 hex id>_<43 base64url secret>', description: 'Organization API key (POST /api-keys): a bot member of its organization with the agent role, limited to the route\'s x-required-scope (`<area>:read` or `<area>:write`; write implies read). Routes whose x-required-scope is null refuse keys (403).' },
         aiToolSecret: { type: 'apiKey', in: 'header', name: 'x-ai-tool-secret', description: 'Internal AI service secret' },
       },
       schemas: {

@@ -13,6 +13,7 @@ import type { RateLimitName } from '../server/ratelimit.js';
 import type { RouteServices } from './services.js';
 import type { RequestState } from './middleware/state.js';
 import { originOf } from './middleware/visitorCors.js';
+import { describeScope, keyAllows, requiredScope, type Scope } from '../server/services/apiKeys/index.js';
 
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -77,6 +78,8 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   response: { status: number; description: string; data?: JsonSchema; paginated?: boolean };
   /** Error statuses beyond those implied by auth, schemas and rate limit. */
   errors?: number[];
+  /** The API key scope this route needs; default from its path and method (services/apiKeys/scopes.ts), null: no key. */
+  scope?: Scope | null;
   /** Loads the route's resource before the input is validated, so a missing one is 404 whatever the body. */
   load?: (args: { params: P; orgId: string | null; actor: OperatorActor | null }) => Promise<unknown>;
   handler: (args: HandlerArgs<B, Q, P>) => Promise<RouteResult>;
@@ -174,7 +177,13 @@ export class RouteRegistry {
           if (validateParams.errors?.some((e) => e.instancePath === '/orgId')) throw new Forbidden('You are not a member of this organization');
           throw new NotFound();
         }
-        if (auth.kind === 'org' && actor) {
+        if (actor?.apiKey) {
+          // Keys act only inside their organization and only as far as the route's scope lets them.
+          if (auth.kind !== 'org' || !keyAllows(actor.apiKey.scopes, requiredScope(def), auth.role)) throw new Forbidden(`This API key may not call this route (${describeScope(requiredScope(def), auth.kind === 'org' ? auth.role : 'owner')})`);
+          orgId = auth.orgFrom === 'path' ? String(params.orgId) : actor.orgId;
+          if (orgId !== actor.orgId) throw new Forbidden('You are not a member of this organization');
+          membership = { id: actor.apiKey.id, role: 'agent', status: 'accepted', organizationId: orgId, userId: actor.userId } as Membership;
+        } else if (auth.kind === 'org' && actor) {
           if (auth.orgFrom === 'path') {
             orgId = String(params.orgId);
             membership = await services.memberships.requireRole(actor.userId, orgId, auth.role);

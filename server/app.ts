@@ -12,14 +12,16 @@ import type { RouteServices } from '../routes/services.js';
 import { NotFound } from './errors.js';
 import { createWebRouter } from './web/routes.js';
 import type { Logger } from './logger.js';
+import type { Metrics } from './metrics.js';
 
-export function createApp(services: RouteServices, logger: Logger) {
+export function createApp(services: RouteServices, logger: Logger, metrics?: Metrics) {
   const { config } = services;
   const app = new Koa<RequestState>({ proxy: config.trustProxy });
   const { router, registry } = createApiRouter(services);
   const allowed = new Set(config.corsOrigins);
 
   app.use(requestId(logger));
+  if (metrics) app.use(metrics.middleware());
   app.use(async (ctx, next) => {
     // While stopping, keep-alive clients are told to reconnect (to another instance) after this response.
     if (services.readiness.isStopping) ctx.set('Connection', 'close');
@@ -43,6 +45,7 @@ export function createApp(services: RouteServices, logger: Logger) {
     })),
   );
   app.use(createWebRouter(config).routes());
+  if (metrics) app.use(metrics.publicRoute(config.metrics.token, config.metrics.port !== null));
   app.use(router.routes());
   app.use(async () => {
     throw new NotFound('Route');

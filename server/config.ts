@@ -40,6 +40,12 @@ export interface Config {
   plans: PlanCatalog;
   defaultPlan: Plan;
   rateLimits: Record<RateLimitName, RateLimitRule>;
+  /** Requests one API key may make per minute (API_KEY_RATE_LIMIT); with Redis, counted across instances. */
+  apiKeyRateLimitPerMinute: number;
+  /** GET /metrics: bearer token (null: only on a METRICS_PORT, unauthenticated) and an optional port of its own. */
+  metrics: { token: string | null; port: number | null };
+  /** Outbound webhooks: private targets allowed (development only) and the per-delivery timeout. */
+  webhooks: { allowPrivate: boolean; timeoutMs: number };
   storage: {
     driver: StorageDriver;
     s3: { endpoint: string | null; region: string; bucket: string | null; accessKeyId: string | null; secretAccessKey: string | null; forcePathStyle: boolean };
@@ -199,7 +205,13 @@ export function loadConfig(env: Env = process.env): Config {
     defaultPlan,
     rateLimits: readRateLimits(env, str, problems),
     storage: { driver, s3 },
+    apiKeyRateLimitPerMinute: int('API_KEY_RATE_LIMIT', 600, 1, 1_000_000),
+    metrics: { token: str('METRICS_TOKEN'), port: str('METRICS_PORT') === null ? null : int('METRICS_PORT', 0, 0, 65535) },
+    webhooks: { allowPrivate: bool('WEBHOOKS_ALLOW_PRIVATE', false), timeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 50, 60_000) },
   };
+  const metricsToken = config.metrics.token;
+  if (metricsToken !== null && metricsToken.length < 16) problems.push('METRICS_TOKEN must be at least 16 characters');
+  if (config.webhooks.allowPrivate && nodeEnv === 'production') problems.push('WEBHOOKS_ALLOW_PRIVATE=true is refused when NODE_ENV=production (it lets webhooks reach internal addresses)');
 
   if (problems.length > 0) throw new ConfigError(problems);
 

@@ -15,6 +15,8 @@ export interface DomainEvents {
   /** The user's access to an organization ended or changed (suspension, removal, role change). */
   'membership.changed': { organizationId: string; userId: string | null; membershipId: string; status: string; role: string; removed: boolean };
   'organization.deleted': { organizationId: string };
+  /** An API key was revoked: its sockets are cut on every instance. */
+  'api_key.revoked': { organizationId: string; apiKeyId: string };
   /** A visitor started a conversation (its first message is announced by message.created). */
   'conversation.created': { conversation: Conversation };
   /** Status, assignee, priority or contact changed. */

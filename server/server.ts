@@ -37,6 +37,8 @@ import { IdempotencyKeys, TicketMailer, TicketService } from './services/tickets
 import { MemoryPresence, RedisPresence, type Presence } from './presence.js';
 import { createRealtime, type Realtime } from '../sockets/index.js';
 import { MembershipCheck } from '../sockets/membership.js';
+import { ApiKeyService } from './services/apiKeys/index.js';
+import { Metrics, type SocketKind } from './metrics.js';
 
 export interface AppServer {
   config: Config;
@@ -47,6 +49,9 @@ export interface AppServer {
   readiness: Readiness;
   events: DomainEventBus;
   services: RouteServices;
+  metrics: Metrics;
+  /** The bound METRICS_PORT once started (null when /metrics has no port of its own). */
+  metricsPort: number | null;
   /** The mounted /api/v1 router and the route definitions behind it (and behind the OpenAPI document). */
   router: Router;
   registry: RouteRegistry;
@@ -88,6 +93,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   messages.onConversationStarted = (conversation) =>
     widget.afterConversationStarted(conversation).catch((err) => logger.error({ err, conversationId: conversation.id }, 'routing a new conversation failed'));
   const actors = new ActorResolver(db.statement, tokens);
+  const apiKeys = new ApiKeyService({ models: db.models, knex: db.knex, statement: db.statement, events, hashKey: hashSecret(tokenHashKey, 'api-keys'), redis: redis?.main ?? null, requestsPerMinute: config.apiKeyRateLimitPerMinute });
+  actors.apiKeys = apiKeys;
   const templates = new TemplateService({ models: db.models });
   const observability = new ObservabilityService({ knex: db.knex });
   const ai = new AiService({ models: db.models, knex: db.knex, events, conversations, messages, routing, notifications });
@@ -119,16 +126,20 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     ai,
     tickets,
     analytics,
+    apiKeys,
     bearerToken: bearerTokenReader(config.allowQueryToken),
     checkAiSecret: aiSecretChecker(config.aiToolSecret),
     readiness,
   };
 
-  const { app, router, registry } = createApp(services, logger);
+  // Sockets are counted from the live namespaces at scrape time (realtime is built just below).
+  const metrics = new Metrics({ knex: db.knex, sockets: () => countSockets(realtime) }, events);
+  const { app, router, registry } = createApp(services, logger, metrics);
   const http = createHttpServer(app.callback());
   // Idle keep-alive sockets must not hold a graceful stop open.
   http.keepAliveTimeout = 5_000;
   let retention: NodeJS.Timeout | null = null;
+  let metricsListener: { port: number; close(): Promise<void> } | null = null;
   const membershipCheck = new MembershipCheck(db.models, events);
   const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, actors, presence, widget, messages, conversations, agents, membershipCheck });
 
@@ -140,6 +151,10 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     readiness,
     events,
     services,
+    metrics,
+    get metricsPort() {
+      return metricsListener?.port ?? null;
+    },
     router,
     registry,
     presence,
@@ -172,6 +187,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
         http.listen(config.port, config.host, () => resolve());
       });
       const port = (http.address() as AddressInfo).port;
+      if (config.metrics.port !== null) metricsListener = await metrics.listen(config.metrics.port, config.host, config.metrics.token, logger);
       const host = ['0.0.0.0', '::'].includes(config.host) ? 'localhost' : config.host.includes(':') ? `[${config.host}]` : config.host;
       logger.info({ url: `http://${host}:${port}/api/v1`, port, database: db.embedded ? 'embedded (PGlite)' : 'postgres', redis: !!redis, smtp: mailer.delivers }, 'listening');
       return port;
@@ -179,6 +195,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     async stop() {
       readiness.beginShutdown();
       if (retention) clearInterval(retention);
+      await metricsListener?.close();
       await analytics.rollup.stop();
       // Socket.IO closes the HTTP server too: no new connections, sockets told to go, running requests finish.
       const closing = realtime.close();
@@ -190,4 +207,18 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
       await db.close();
     },
   };
+}
+
+/** This instance's connected sockets by kind: visitors, agents, and bots (API keys). */
+function countSockets(realtime: Realtime): Record<SocketKind, number> {
+  const counts: Record<SocketKind, number> = { agent: 0, visitor: 0, bot: 0 };
+  const nsps = (realtime.io as unknown as { _nsps: Map<string, { sockets: Map<string, { data: { visitor?: unknown; operator?: { apiKey?: unknown } } }> }> })._nsps;
+  for (const nsp of nsps.values()) {
+    for (const socket of nsp.sockets.values()) {
+      if (socket.data?.visitor) counts.visitor += 1;
+      else if (socket.data?.operator?.apiKey) counts.bot += 1;
+      else if (socket.data?.operator) counts.agent += 1;
+    }
+  }
+  return counts;
 }

@@ -97,6 +97,10 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
         })
         .catch((err) => deps.logger.error({ err }, 'could not disconnect revoked sessions'));
     }),
+    deps.events.on('api_key.revoked', ({ organizationId, apiKeyId }) => {
+      // A key's sockets sit in the room of its id (sockets/operator.ts); the adapter reaches every instance.
+      nsp(organizationId)?.in(rooms.session(apiKeyId)).disconnectSockets(true);
+    }),
     deps.events.on('membership.changed', ({ organizationId, userId, status, removed }) => {
       if (userId && (removed || status !== 'accepted')) nsp(organizationId)?.in(rooms.user(userId)).disconnectSockets(true);
     }),

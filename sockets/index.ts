@@ -17,6 +17,7 @@ import type { ConversationService } from '../server/services/conversations.js';
 import type { MessageService } from '../server/services/messages.js';
 import { requestOrigin, type VisitorActor, type WidgetService } from '../server/services/widget.js';
 import { createBroadcaster } from './broadcast.js';
+import { hasScope, isApiKeyToken } from '../server/services/apiKeys/index.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
 import type { MembershipCheck } from './membership.js';
 import { attachOperator } from './operator.js';
@@ -115,7 +116,8 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     const requestId = requestIdFrom(socket.handshake.headers['x-request-id']);
     const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
     const claimed = typeof token === 'string' && token.length > 0 ? jwt.decode(token, { json: true }) : null;
-    const kind = claimed?.typ === 'access' ? 'agent' : claimed?.typ === 'widget_session' ? 'visitor' : 'unknown';
+    const isKey = typeof token === 'string' && isApiKeyToken(token);
+    const kind = isKey ? 'bot' : claimed?.typ === 'access' ? 'agent' : claimed?.typ === 'widget_session' ? 'visitor' : 'unknown';
     const refuse = (code: 'unauthorized' | 'forbidden', reason: string) => {
       logger.debug({ requestId, orgId, kind, reason }, 'socket refused');
       next(refusal(code));
@@ -123,6 +125,15 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     if (typeof token !== 'string' || token.length === 0) return refuse('unauthorized', 'no token');
     const origin = socket.handshake.headers.origin;
     try {
+      if (isKey) {
+        // An organization API key opens an agent socket as its bot; it needs at least conversations:read.
+        const actor = await deps.actors.fromAccessToken(token);
+        if (actor.orgId !== orgId) return refuse('forbidden', 'the key is for another organization');
+        if (!hasScope(actor.apiKey?.scopes ?? [], 'conversations', 'read')) return refuse('forbidden', 'the key lacks conversations:read');
+        socket.data = { orgId, operator: actor };
+        logger.debug({ requestId, orgId, kind, apiKeyId: actor.apiKey?.id, socketId: socket.id }, 'socket connected');
+        return next();
+      }
       if (claimed?.typ === 'access') {
         const actor = await deps.actors.fromAccessToken(token);
         if (actor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
@@ -185,7 +196,8 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
 
 /** Disconnects agent sockets whose session ended or whose membership is no longer accepted. */
 async function recheckOperators(sockets: AppSocket[], deps: RealtimeDeps): Promise<void> {
-  const operators = sockets.filter((s) => s.data.operator);
+  // Key sockets (bots) are cut by the api_key.revoked event; they have no session or membership row to re-check.
+  const operators = sockets.filter((s) => s.data.operator && !s.data.operator.apiKey);
   if (operators.length === 0) return;
   const sessionIds = [...new Set(operators.map((s) => s.data.operator!.sessionId))];
   const pairs = [...new Set(operators.map((s) => `${s.data.orgId}:${s.data.operator!.userId}`))].map((p) => p.split(':') as [string, string]);

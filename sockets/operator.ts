@@ -5,6 +5,8 @@ import { on } from './ack.js';
 import type { AgentStatus, ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
 import type { AppSocket, RealtimeDeps } from './index.js';
 import { rooms } from './rooms.js';
+import { Forbidden } from '../server/errors.js';
+import { hasScope } from '../server/services/apiKeys/index.js';
 import * as schemas from './schemas.js';
 
 export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
@@ -14,9 +16,15 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
 
   socket.join([rooms.agents, rooms.user(actor.userId), rooms.session(actor.sessionId)]);
 
-  const activeMembership = (): Promise<Membership> => deps.membershipCheck.active(orgId, actor.userId);
+  const bot = actor.apiKey;
+  // A key's socket is cut by revocation on every instance; between events only its scopes need checking.
+  const activeMembership = (level: 'read' | 'write' = 'read'): Promise<Membership | null> => {
+    if (!bot) return deps.membershipCheck.active(orgId, actor.userId);
+    return hasScope(bot.scopes, 'conversations', level) ? Promise.resolve(null) : Promise.reject(new Forbidden(`This API key needs the conversations:${level} scope`));
+  };
 
-  void (async () => {
+  // Bots are not agents on duty: they never count as online, so routing never assigns them conversations.
+  if (!bot) void (async () => {
     try {
       // The handshake already loaded the membership (with the chosen availability): no second query here.
       if (await deps.presence.connected(orgId, actor.userId)) {
@@ -26,7 +34,7 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
       log.warn({ err }, 'presence update failed');
     }
   })();
-  socket.on('disconnect', () => {
+  if (!bot) socket.on('disconnect', () => {
     void deps.presence
       .disconnected(orgId, actor.userId)
       .then((offline) => offline && deps.events.publish('presence.changed', { organizationId: orgId, userId: actor.userId, status: 'offline' }))
@@ -34,7 +42,7 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
   });
 
   on<SendMessagePayload>(socket, log, 'send_message', schemas.agentSendMessage, async (p) => {
-    await activeMembership();
+    await activeMembership('write');
     const { message } = await deps.messages.send({ type: 'agent', orgId, userId: actor.userId }, p);
     return { message: presentMessage(message) };
   });
@@ -62,6 +70,7 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
   on<ConversationRef>(socket, log, 'typing_stop', schemas.conversationRef, typing('agent_stopped_typing'));
 
   on<{ status: AgentStatus }>(socket, log, 'update_status', schemas.updateStatus, async (p) => {
+    if (bot) throw new Forbidden('An API key has no agent status');
     await activeMembership();
     return { status: await deps.agents.setStatus(orgId, actor.userId, p.status) };
   });

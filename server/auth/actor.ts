@@ -15,6 +15,8 @@ export interface OperatorActor {
   /** The caller's membership in the active organization, reloaded for this request; null when none. */
   membership: { id: string; role: Role; status: MembershipStatus; availability: Availability } | null;
   tokenExpiresAt: number;
+  /** Set when an organization API key is calling: the bot acts with the agent role, narrowed to these scopes. */
+  apiKey?: { id: string; scopes: string[] };
 }
 
 interface ActorRow {
@@ -47,8 +49,12 @@ export class ActorResolver {
     this.actorStatement = statement<ActorRow>('resolve_actor', ACTOR_SQL);
   }
 
+  /** Resolves `sp_live_` API keys (set by the composition root). */
+  apiKeys: { authenticate(token: string): Promise<OperatorActor> } | null = null;
+
   /** One query: session liveness, the user and the membership of the token's organization. */
   async fromAccessToken(token: string): Promise<OperatorActor> {
+    if (this.apiKeys && token.startsWith('sp_live_')) return this.apiKeys.authenticate(token);
     const claims: AccessClaims = this.tokens.verifyAccess(token);
     const [row] = await this.actorStatement.rows([claims.sid, claims.sub, claims.orgId ?? null]);
     if (!row || row.revokedAt || new Date(row.expiresAt).getTime() <= Date.now()) {

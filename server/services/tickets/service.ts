@@ -1,6 +1,7 @@
 // Tickets as agents work them: the list, one ticket, create, change, delete, the timeline, notes, replies by mail,
 // conversation links and turning a chat into a ticket.
 import type { Ticket, TicketPriority, TicketSource, TicketStatus } from '../../../db/models/Ticket.js';
+import { containsPattern } from '../../../db/search.js';
 import type { TicketEvent } from '../../../db/models/TicketEvent.js';
 import { InvalidTransition, ValidationFailed } from '../../errors.js';
 import { TicketAiService } from './ai.js';
@@ -64,10 +65,12 @@ export class TicketService {
     if (f.conversationId) base.where('tickets.conversationId', f.conversationId);
     const q = f.q?.trim();
     if (q) {
-      // A literal substring (strpos), never a pattern: %, _ and backslashes in q mean themselves.
+      // A literal substring: the pattern escapes %, _ and backslashes, so they mean themselves. ILIKE (rather than
+      // strpos) lets trigram indexes serve it on PostgreSQL.
       const number = numberQuery(q);
+      const like = containsPattern(q);
       base.where((w) => {
-        w.whereRaw('strpos(lower(tickets.title), lower(?)) > 0', [q]).orWhereRaw("strpos(lower(coalesce(tickets.description, '')), lower(?)) > 0", [q]);
+        w.whereILike('tickets.title', like).orWhereILike('tickets.description', like);
         if (number !== null) w.orWhere('tickets.number', number);
       });
     }

@@ -164,7 +164,8 @@ async function crmList(orgId: string, u: URL): Promise<{ items: Record<string, u
     const q = p.get('q')?.trim();
     if (q) {
       const number = numberQuery(q);
-      const or = [`strpos(lower(tickets.title), lower(${bind(q)})) > 0`, `strpos(lower(coalesce(tickets.description, '')), lower(${bind(q)})) > 0`];
+      const like = containsPattern(q);
+      const or = [`"tickets"."title" ilike ${bind(like)}`, `"tickets"."description" ilike ${bind(like)}`];
       if (number !== null) or.push(`"tickets"."number" = ${bind(number)}`);
       where.push(`(${or.join(' or ')})`);
     }
