@@ -146,7 +146,8 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
       if (claimed?.typ === 'widget_session') {
         const visitor = await deps.widget.visitorFromToken(token);
         if (visitor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
-        const from = requestOrigin({ origin, host: socket.handshake.headers.host });
+        const secFetchSite = socket.handshake.headers['sec-fetch-site'];
+        const from = requestOrigin({ origin, host: socket.handshake.headers.host, secFetchSite: typeof secFetchSite === 'string' ? secFetchSite : undefined });
         if (!deps.widget.originAllowed(visitor, from)) return refuse('forbidden', "origin not in the widget's allowedOrigins");
         socket.data = { orgId, visitor };
         logger.debug({ requestId, orgId, kind, sessionId: visitor.sessionId, socketId: socket.id }, 'socket connected');

@@ -79,10 +79,10 @@
 
   // ---- rendering ----
   var CSS = [
-    ':host{all:initial}',
+    ':host{all:initial !important;display:block !important}',
     '*{box-sizing:border-box;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}',
     '.launcher{position:fixed;right:20px;bottom:20px;width:56px;height:56px;border-radius:50%;border:0;cursor:pointer;',
-    'background:var(--primary);color:var(--on-primary);box-shadow:0 4px 14px rgba(0,0,0,.25);font-size:26px;z-index:2147483000}',
+    'background:var(--primary);color:var(--on-primary);box-shadow:0 4px 14px rgba(0,0,0,.25);z-index:2147483000;display:flex;align-items:center;justify-content:center}',
     '.panel{position:fixed;right:20px;bottom:88px;width:360px;max-width:calc(100vw - 40px);height:520px;max-height:calc(100vh - 120px);',
     'display:flex;flex-direction:column;background:#fff;color:#1f2328;border-radius:12px;overflow:hidden;',
     'box-shadow:0 8px 30px rgba(0,0,0,.25);z-index:2147483000;font-size:14px}',
@@ -106,6 +106,20 @@
     if (cls) node.className = cls;
     if (text != null) node.textContent = text;
     return node;
+  }
+  // A speech bubble drawn with SVG (emoji glyphs depend on the visitor's fonts).
+  function chatIcon() {
+    var ns = 'http://www.w3.org/2000/svg';
+    var svg = document.createElementNS(ns, 'svg');
+    svg.setAttribute('viewBox', '0 0 24 24');
+    svg.setAttribute('width', '26');
+    svg.setAttribute('height', '26');
+    svg.setAttribute('aria-hidden', 'true');
+    var p = document.createElementNS(ns, 'path');
+    p.setAttribute('fill', 'currentColor');
+    p.setAttribute('d', 'M4 3h16a2 2 0 0 1 2 2v11a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2z');
+    svg.appendChild(p);
+    return svg;
   }
   // Only plain color values reach the stylesheet (a configured value never becomes arbitrary CSS).
   function color(value, fallback) {
@@ -150,7 +164,8 @@
     var launcher = null;
     if (!pageMode) {
       panel.hidden = true;
-      launcher = el('button', 'launcher', '💬');
+      launcher = el('button', 'launcher');
+      launcher.appendChild(chatIcon());
       launcher.type = 'button';
       launcher.setAttribute('aria-label', 'Open chat');
       launcher.addEventListener('click', function () {
