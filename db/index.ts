@@ -36,13 +36,14 @@ import { TicketMail } from './models/TicketMail.js';
 import { IdempotencyKey } from './models/IdempotencyKey.js';
 import { User } from './models/User.js';
 import { ApiKey } from './models/ApiKey.js';
+import { StorageObject } from './models/StorageObject.js';
 
 const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
 const { knexSnakeCaseMappers } = objection;
 
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
-const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun, Ticket, TicketEvent, TicketMail, IdempotencyKey, ContactIdentity, ContactNote, ContactAttributeDefinition, ContactConflict, ContactMerge, ApiKey };
+const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun, Ticket, TicketEvent, TicketMail, IdempotencyKey, ContactIdentity, ContactNote, ContactAttributeDefinition, ContactConflict, ContactMerge, StorageObject, ApiKey };
 export type Models = typeof MODELS;
 
 export interface DatabaseOptions {

@@ -6,7 +6,7 @@ import type { ContactInput } from '../server/services/conversations.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, object, paginationQuery, params, personName } from './schemas/common.js';
-import { clientMessageId, content, ConversationView, MessageView } from './schemas/live.js';
+import { attachmentIds, clientMessageId, content, ConversationView, MessageView } from './schemas/live.js';
 
 const tag = 'Conversations';
 const auth = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
@@ -48,6 +48,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Conversation', data: withMessages },
       handler: async ({ params, orgId, actor }) => {
         const { conversation, messages } = await s.conversations.getWithHistory(orgId!, actor!.userId, params.conversationId);
+        await s.messages.decorate(orgId!, messages);
         return { message: 'Conversation', data: { ...presentConversation(conversation), messages: messages.map(presentMessage) } };
       },
     }),
@@ -63,12 +64,12 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Messages', data: messages.map(presentMessage) };
       },
     }),
-    defineRoute<{ content: string; type?: MessageType; private?: boolean; clientMessageId?: string }, Record<string, never>, Id>({
+    defineRoute<{ content: string; type?: MessageType; private?: boolean; clientMessageId?: string; attachments?: string[] }, Record<string, never>, Id>({
       method: 'post', path: '/conversations/:conversationId/messages', operationId: 'replyToConversation', tag, auth,
       summary: 'Reply as an agent (or write an internal note with `private: true`)',
       description: 'A repeated `clientMessageId` answers 200 with the first message and announces nothing again; one already used by another sender in this conversation answers 409. A closed conversation answers 400 invalid_transition.',
       params: params('conversationId'),
-      body: object({ content, type: { type: 'string', enum: ['text', 'image', 'file'] }, private: { type: 'boolean' }, clientMessageId }, ['content']),
+      body: object({ content, type: { type: 'string', enum: ['text', 'image', 'file'] }, private: { type: 'boolean' }, clientMessageId, attachments: attachmentIds }, ['content']),
       response: { status: 201, description: 'Stored and announced', data: MessageView },
       errors: [409],
       handler: async ({ params, body, orgId, actor }) => {

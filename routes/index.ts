@@ -18,6 +18,7 @@ import { organizationRoutes } from './organizations.js';
 import { RouteRegistry } from './registry.js';
 import type { RouteServices } from './services.js';
 import { widgetRoutes } from './widget.js';
+import { storageRoutes } from './storage.js';
 import { apiKeyRoutes } from './apiKeys.js';
 
 export function createApiRouter(services: RouteServices): { router: Router; registry: RouteRegistry } {
@@ -37,6 +38,7 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     // The AI service's /tickets/ai paths before /tickets/:ticketId, which would take `ai` for an id.
     ...ticketAiRoutes(services),
     ...ticketRoutes(services),
+    ...storageRoutes(services),
     ...apiKeyRoutes(services),
     ...observabilityRoutes(services),
     ...aiRoutes(services),

@@ -80,6 +80,8 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   errors?: number[];
   /** The API key scope this route needs; default from its path and method (services/apiKeys/scopes.ts), null: no key. */
   scope?: Scope | null;
+  /** The handler reads the request's bytes itself (signed uploads): no JSON parsing, no body schema. */
+  rawBody?: boolean;
   /** Loads the route's resource before the input is validated, so a missing one is 404 whatever the body. */
   load?: (args: { params: P; orgId: string | null; actor: OperatorActor | null }) => Promise<unknown>;
   handler: (args: HandlerArgs<B, Q, P>) => Promise<RouteResult>;
@@ -117,7 +119,7 @@ export class RouteRegistry {
     const parseJson = koaBody({ json: true, jsonStrict: true, jsonLimit: '1mb', text: false, urlencoded: false, multipart: false, patchKoa: true, parsedMethods, onError: (err) => { throw err; } });
 
     for (const def of this.routes) {
-      const hasBody = BODY_METHODS.includes(def.method);
+      const hasBody = BODY_METHODS.includes(def.method) && !def.rawBody;
       const validateBody: ValidateFunction | null = hasBody ? bodyAjv.compile(def.body ?? EMPTY_BODY) : null;
       const validateQuery = queryAjv.compile(def.query ?? { type: 'object', properties: {} });
       const validateParams = def.params ? queryAjv.compile(def.params) : null;

@@ -22,6 +22,7 @@ import type { AnalyticsService } from '../server/services/analytics/index.js';
 import type { ObservabilityService } from '../server/services/observability.js';
 import type { TemplateService } from '../server/services/templates.js';
 import type { TicketService } from '../server/services/tickets/index.js';
+import type { MessageAttachments, StorageService } from '../server/storage/index.js';
 import type { ApiKeyService } from '../server/services/apiKeys/index.js';
 
 export interface RouteServices {
@@ -43,6 +44,8 @@ export interface RouteServices {
   observability: ObservabilityService;
   ai: AiService;
   tickets: TicketService;
+  storage: StorageService;
+  attachments: MessageAttachments;
   apiKeys: ApiKeyService;
   analytics: AnalyticsService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */

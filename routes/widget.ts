@@ -6,7 +6,7 @@ import { originOf } from './middleware/visitorCors.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, freeForm, object, params, personName } from './schemas/common.js';
-import { clientMessageId, content, MessageView, VisitorConversationView, WidgetView } from './schemas/live.js';
+import { attachmentIds, clientMessageId, content, MessageView, VisitorConversationView, WidgetView } from './schemas/live.js';
 
 const tag = 'Widget';
 const publicKey = { type: 'string', minLength: 3, maxLength: 64 } as const;
@@ -94,12 +94,12 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Messages', data: { type: 'array', items: MessageView } },
       handler: async ({ visitor, params, query }) => ({ message: 'Messages', data: (await s.widget.visitorMessages(visitor!, params.id, query.afterSeq, query.limit)).map(presentMessage) }),
     }),
-    defineRoute<{ content: string; clientMessageId?: string }, Record<string, never>, { id: string }>({
+    defineRoute<{ content: string; clientMessageId?: string; attachments?: string[] }, Record<string, never>, { id: string }>({
       method: 'post', path: '/widget/conversations/:id/messages', operationId: 'sendWidgetMessage', tag, auth: { kind: 'widget' },
       summary: 'Write in one of the visitor\'s conversations (a resolved one reopens; a closed one starts a new conversation)',
       description: 'A repeated `clientMessageId` answers 200 with the first message; one already used by another sender in this conversation answers 409.',
       params: params('id'),
-      body: object({ content, clientMessageId }, ['content']),
+      body: object({ content, clientMessageId, attachments: attachmentIds }, ['content']),
       response: { status: 201, description: 'Stored and announced', data: MessageView },
       errors: [409],
       handler: async ({ visitor, params, body }) => {

@@ -15,6 +15,7 @@ import { TokenService } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { DomainEventBus } from './events.js';
 import { createLogger, type Logger } from './logger.js';
+import { createStorageDriver, MessageAttachments, StorageService } from './storage/index.js';
 import { Mailer } from './mail/index.js';
 import { RateLimits } from './ratelimit.js';
 import { Readiness } from './readiness.js';
@@ -84,7 +85,10 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const notifications = new NotificationService({ models: db.models, events });
   // Two batches in flight: one being written while the next fills. More only adds PostgreSQL backends contending for
   // the same cores and makes each batch smaller (more statements and commits per message).
-  const messages = new MessageService({ models: db.models, knex: db.knex, statement: db.statement, events, batching: { concurrency: db.embedded ? 1 : 2, maxBatch: 200 } });
+  const storageDriver = createStorageDriver(config);
+  const storage = new StorageService({ models: db.models, knex: db.knex, driver: storageDriver, organizations });
+  const attachments = new MessageAttachments({ models: db.models, driver: storageDriver });
+  const messages = new MessageService({ models: db.models, knex: db.knex, statement: db.statement, events, batching: { concurrency: db.embedded ? 1 : 2, maxBatch: 200 }, attachments });
   const contacts = new ContactService({ models: db.models, knex: db.knex, events, notifications });
   const conversations = new ConversationService({ models: db.models, knex: db.knex, statement: db.statement, events, contacts });
   const routing = new RoutingService({ models: db.models, knex: db.knex, events, presence, notifications });
@@ -125,6 +129,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     observability,
     ai,
     tickets,
+    storage,
+    attachments,
     analytics,
     apiKeys,
     bearerToken: bearerTokenReader(config.allowQueryToken),

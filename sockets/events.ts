@@ -18,6 +18,8 @@ export interface SendMessagePayload {
   /** Agents only: an internal note that never reaches the visitor. */
   private?: boolean;
   clientMessageId?: string;
+  /** Uploaded attachment objects (storage ids) shown with the message. */
+  attachments?: string[];
 }
 
 export interface ConversationRef {

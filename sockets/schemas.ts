@@ -16,6 +16,7 @@ export const agentSendMessage = {
     type: { type: 'string', enum: ['text', 'image', 'file'] },
     private: { type: 'boolean' },
     clientMessageId: { type: 'string', minLength: 1, maxLength: 100 },
+    attachments: { type: 'array', maxItems: 10, uniqueItems: true, items: uuid },
   },
 };
 

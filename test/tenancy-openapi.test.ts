@@ -7,6 +7,7 @@ import { addMember, signUp, uniqueEmail, type SignedUp } from './helpers/factori
 import { Api, type ApiResponse } from './helpers/http.js';
 import { newVisitor, startConversation, type Visitor } from './helpers/live.js';
 import { TEST_AI_SECRET } from './helpers/server.js';
+import { PDF, upload } from './helpers/storage.js';
 
 type Schema = Record<string, any>;
 interface Operation {
@@ -104,6 +105,8 @@ describe('tenancy: every route with a tenant id in its path, generated from the 
     const template = ok(await a.api.post('/templates', { title: 'A template', content: 'Hello from A', shortcut: `a-${randomUUID().slice(0, 6)}` }, t), 'template');
     ok(await new Api(a.api.baseUrl).post('/notifications/ai', { organizationId: a.orgId, userIds: [a.userId], type: 'ai', title: 'For A' }, { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } }), 'notification');
     const notification = ok(await a.api.get('/notifications', t), 'notifications')[0];
+    const file = await upload(a.api, a.accessToken, a.api.baseUrl, { name: 'a.pdf', type: 'application/pdf', bytes: PDF });
+    ok(file.complete, 'file');
     Object.assign(ids, {
       orgId: a.orgId,
       memberId: member.membershipId,
@@ -116,6 +119,7 @@ describe('tenancy: every route with a tenant id in its path, generated from the 
       ticketId: ticket.id,
       templateId: template.id,
       notificationId: notification.id,
+      objectId: file.objectId,
     });
     visitorB = await newVisitor(b);
   });

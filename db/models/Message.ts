@@ -1,3 +1,4 @@
+import type { AttachmentView } from '../../server/services/messages.js';
 import { TenantModel } from '../BaseModel.js';
 
 export type SenderType = 'visitor' | 'agent' | 'ai' | 'system';
@@ -17,6 +18,8 @@ export class Message extends TenantModel {
   declare private: boolean;
   declare metadata: Record<string, unknown>;
   declare clientMessageId: string | null;
+  /** Not a column: the message's files with fresh URLs, set before the message is presented. */
+  declare attachments?: AttachmentView[];
 
   override $beforeUpdate(): void {}
 }

@@ -50,9 +50,20 @@ export const MessageView: JsonSchema = {
     private: { type: 'boolean', description: 'An internal note; never shown to the visitor' },
     metadata: { type: 'object' },
     clientMessageId: nullableString,
+    attachments: {
+      type: 'array',
+      description: 'Files of the message; each `url` is a download link minted for this response (it expires after 15 minutes)',
+      items: {
+        type: 'object',
+        properties: { objectId: uuid, fileName: { type: 'string' }, mimeType: { type: 'string' }, sizeBytes: { type: 'integer' }, url: { type: 'string' } },
+      },
+    },
     createdAt: dateTime,
   },
 };
+
+/** Storage object ids of uploaded files to show with a message (purpose `attachment`, uploaded by the sender's side). */
+export const attachmentIds = { type: 'array', maxItems: 10, uniqueItems: true, items: { type: 'string', format: 'uuid' }, description: 'Uploaded attachment objects (POST /storage/presigned-upload, then complete)' } as const;
 
 export const VisitorConversationView: JsonSchema = {
   type: 'object',

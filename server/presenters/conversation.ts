@@ -54,6 +54,7 @@ export function presentMessage(m: Message) {
     private: m.private,
     metadata: m.metadata ?? {},
     clientMessageId: m.clientMessageId ?? null,
+    attachments: m.attachments ?? [],
     createdAt: iso(m.createdAt),
   };
 }

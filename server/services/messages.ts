@@ -21,6 +21,25 @@ export interface SendInput {
   private?: boolean;
   clientMessageId?: string | null;
   metadata?: Record<string, unknown>;
+  /** Uploaded files (storage object ids) shown with the message. */
+  attachments?: string[];
+}
+
+/** A file of a message as every presentation shows it; `url` is a short-lived download link minted for that view. */
+export interface AttachmentView {
+  objectId: string;
+  fileName: string;
+  mimeType: string;
+  sizeBytes: number;
+  url: string;
+}
+
+/** What the storage module does for messages with files. */
+export interface AttachmentPort {
+  /** Checks the files and stores them with the message, inside the message's transaction. */
+  attach(trx: Knex.Transaction, sender: Sender, message: Message, objectIds: string[]): Promise<AttachmentView[]>;
+  /** Sets `attachments` (with fresh URLs) on messages that carry files, an empty list on the others. */
+  decorate(orgId: string, messages: Message[]): Promise<void>;
 }
 
 export interface SendResult {
@@ -52,7 +71,7 @@ export class MessageService {
     return this.batcher.stats;
   }
 
-  constructor(private readonly deps: { models: Models; knex: Knex; statement: StatementFactory; events: DomainEventBus; batching: MessageBatcherOptions }) {
+  constructor(private readonly deps: { models: Models; knex: Knex; statement: StatementFactory; events: DomainEventBus; batching: MessageBatcherOptions; attachments?: AttachmentPort }) {
     this.batcher = new MessageBatcher(deps.statement, deps.batching);
   }
 
@@ -70,9 +89,16 @@ export class MessageService {
     if (input.content.includes('\u0000') || (input.metadata && NUL_IN_JSON.test(JSON.stringify(input.metadata)))) {
       throw new ValidationFailed('Text must not contain NUL characters', [{ field: input.content.includes('\u0000') ? 'content' : 'metadata', message: 'contains a NUL character' }]);
     }
+    const withFiles = !!input.attachments?.length;
+    if (withFiles) {
+      if (!this.deps.attachments) throw new ValidationFailed('This server stores no files', [{ field: 'attachments', message: 'not supported' }]);
+      // A message with files is a file (or image) message: that is how pages know which messages to look up files for.
+      if (input.type !== 'image' && input.type !== 'file') input = { ...input, type: 'file' };
+    }
     // Most sends are plain appends and go out in a batch with others; the rest (and anything the batch declines)
-    // take the transaction below, which holds every rule.
-    const { batched, release } = await this.batcher.append(sender, input);
+    // take the transaction below, which holds every rule. Files are written with the message, so those sends take
+    // the transaction too and text sends keep the batch to themselves.
+    const { batched, release } = withFiles ? { batched: null, release: () => undefined } : await this.batcher.append(sender, input);
     if (batched) {
       const result = { ...batched, duplicate: false, started: false };
       this.announce(result);
@@ -80,7 +106,8 @@ export class MessageService {
     }
     try {
       const result = await this.store(sender, input);
-      if (!result.duplicate) this.announce(result);
+      if (result.duplicate) await this.decorate(sender.orgId, [result.message]);
+      else this.announce(result);
       return result;
     } finally {
       // Announced (or refused): the conversation's next send may go.
@@ -123,12 +150,24 @@ export class MessageService {
           visitorEmail: conversation.visitorEmail,
           tags: [],
         });
-        const appended = await this.append(trx, fresh, sender, input);
+        const appended = await this.appendWithFiles(trx, fresh, sender, input);
         return { ...appended, duplicate: false, started: true };
       }
-      const appended = await this.append(trx, conversation, sender, input);
+      const appended = await this.appendWithFiles(trx, conversation, sender, input);
       return { ...appended, duplicate: false, started: false };
     });
+  }
+
+  private async appendWithFiles(trx: Knex.Transaction, conversation: Conversation, sender: Sender, input: SendInput): Promise<{ message: Message; conversation: Conversation; reopened: boolean }> {
+    const appended = await this.append(trx, conversation, sender, input);
+    if (input.attachments?.length && this.deps.attachments) appended.message.attachments = await this.deps.attachments.attach(trx, sender, appended.message, input.attachments);
+    return appended;
+  }
+
+  /** Sets `attachments` on messages about to be presented (a page of text messages costs nothing). */
+  async decorate(orgId: string, messages: Message[]): Promise<Message[]> {
+    if (this.deps.attachments) await this.deps.attachments.decorate(orgId, messages);
+    return messages;
   }
 
   /** Publishes what a committed send changed; called after the transaction, never inside it. */
@@ -206,8 +245,8 @@ export class MessageService {
     if (opts.publicOnly) query.where('private', false);
     if (opts.beforeSeq !== undefined) {
       const rows = (await query.where('seq', '<', opts.beforeSeq).orderBy('seq', 'desc').limit(opts.limit)) as Message[];
-      return rows.reverse();
+      return this.decorate(orgId, rows.reverse());
     }
-    return (await query.where('seq', '>', opts.afterSeq ?? 0).orderBy('seq', 'asc').limit(opts.limit)) as Message[];
+    return this.decorate(orgId, (await query.where('seq', '>', opts.afterSeq ?? 0).orderBy('seq', 'asc').limit(opts.limit)) as Message[]);
   }
 }

@@ -1,0 +1,145 @@
+// Storage on both drivers: presigned round trips, limits at presign and at completion (a lying client), local
+// signed URLs, plan storage, deletion rules and the sweep of abandoned uploads.
+import { expect } from 'chai';
+import { sharedServer } from './helpers/hooks.js';
+import { addMember, signUp, type SignedUp } from './helpers/factories.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { download, PDF, PNG, reachable, startFakeS3, upload, type FakeS3 } from './helpers/storage.js';
+
+const MiB = 1024 * 1024;
+
+for (const driver of ['local', 's3'] as const) {
+  describe(`storage (${driver} driver)`, function () {
+    this.timeout(60_000);
+    let s3: FakeS3 | null = null;
+    let own: TestServer | null = null;
+    let t: TestServer;
+    let owner: SignedUp;
+    let tok: { token: string };
+
+    before(async () => {
+      if (driver === 's3') {
+        s3 = await startFakeS3();
+        own = await startTestServer(s3.env);
+        t = own;
+      } else t = sharedServer();
+      owner = await signUp(t.server, t.baseUrl);
+      tok = { token: owner.accessToken };
+    });
+    after(async () => {
+      await own?.stop();
+      await s3?.stop();
+    });
+
+    it('round-trips a presigned upload, completion and download', async () => {
+      const bytes = Buffer.from('Hello storage ' + driver + '\n'.repeat(3));
+      const up = await upload(owner.api, owner.accessToken, t.baseUrl, { name: '../../etc/notes .txt', type: 'text/plain', bytes });
+      expect(up.put.status).to.equal(200);
+      expect(up.complete.status, JSON.stringify(up.complete.body)).to.equal(200);
+      const object = up.complete.body.data;
+      expect(object).to.include({ status: 'uploaded', sizeBytes: bytes.length, mimeType: 'text/plain', purpose: 'attachment' });
+      expect(object.key).to.match(new RegExp(`^org/${owner.orgId}/attachment/[0-9a-f-]{36}/notes_\\.txt$`));
+      const d = await owner.api.post('/storage/presigned-download', { objectId: up.objectId, expiresIn: 60 }, tok);
+      expect(d.status).to.equal(200);
+      const got = await download(d.body.data.url, t.baseUrl);
+      expect(got.status).to.equal(200);
+      expect(got.bytes.equals(bytes)).to.equal(true);
+      const meta = await owner.api.get(`/storage/metadata/${up.objectId}`, tok);
+      expect(meta.body.data.status).to.equal('uploaded');
+      const list = await owner.api.get('/storage/files?purpose=attachment', tok);
+      expect(list.body.data.map((o: { id: string }) => o.id)).to.include(up.objectId);
+      expect(list.body.pagination.total).to.be.greaterThan(0);
+    });
+
+    it('refuses oversize files and wrong types at presign', async () => {
+      const big = await owner.api.post('/storage/presigned-upload', { fileName: 'big.pdf', mimeType: 'application/pdf', sizeBytes: 10 * MiB + 1, purpose: 'attachment' }, tok);
+      expect(big.status).to.equal(400);
+      const avatar = await owner.api.post('/storage/presigned-upload', { fileName: 'me.png', mimeType: 'image/png', sizeBytes: 2 * MiB + 1, purpose: 'avatar' }, tok);
+      expect(avatar.status).to.equal(400);
+      const svg = await owner.api.post('/storage/presigned-upload', { fileName: 'me.svg', mimeType: 'image/svg+xml', sizeBytes: 100, purpose: 'avatar' }, tok);
+      expect(svg.status).to.equal(400);
+      const exe = await owner.api.post('/storage/presigned-upload', { fileName: 'x.exe', mimeType: 'application/x-msdownload', sizeBytes: 100, purpose: 'attachment' }, tok);
+      expect(exe.status).to.equal(400);
+    });
+
+    it('refuses at completion a file whose bytes are not what was declared, and deletes it', async () => {
+      // Declared a PNG, sent a PDF (with the PNG content type the signature asks for).
+      const lying = await upload(owner.api, owner.accessToken, t.baseUrl, { name: 'photo.png', type: 'image/png', bytes: PDF });
+      expect(lying.complete.status).to.equal(400);
+      expect((await owner.api.get(`/storage/metadata/${lying.objectId}`, tok)).status).to.equal(404);
+      if (driver === 's3') {
+        // S3 takes whatever is sent to the URL; completion finds the real size and type.
+        const oversize = await upload(owner.api, owner.accessToken, t.baseUrl, { name: 'a.txt', type: 'text/plain', bytes: Buffer.alloc(500, 'a') }, { declared: { size: 20 } });
+        expect(oversize.put.status).to.equal(200);
+        expect(oversize.complete.status).to.equal(400);
+        expect((await owner.api.get(`/storage/metadata/${oversize.objectId}`, tok)).status).to.equal(404);
+        const retyped = await upload(owner.api, owner.accessToken, t.baseUrl, { name: 'a.txt', type: 'text/plain', bytes: Buffer.from('plain text') }, { contentType: 'application/pdf' });
+        expect(retyped.complete.status).to.equal(400);
+      }
+    });
+
+    it('answers 400 to a completion before the upload, and lets the upload follow', async () => {
+      const p = await owner.api.post('/storage/presigned-upload', { fileName: 'later.png', mimeType: 'image/png', sizeBytes: PNG.length, purpose: 'avatar' }, tok);
+      const early = await owner.api.post(`/storage/objects/${p.body.data.objectId}/complete`, {}, tok);
+      expect(early.status).to.equal(400);
+      const put = await fetch(reachable(p.body.data.upload.url, t.baseUrl), { method: 'PUT', headers: p.body.data.upload.headers, body: new Uint8Array(PNG) });
+      expect(put.status).to.equal(200);
+      expect((await owner.api.post(`/storage/objects/${p.body.data.objectId}/complete`, {}, tok)).status).to.equal(200);
+      // Avatars are public without a signature; attachments are not.
+      const pub = await fetch(`${t.baseUrl}/api/v1/storage/public/${p.body.data.objectId}`);
+      expect(pub.status).to.equal(200);
+      expect(Buffer.from(await pub.arrayBuffer()).equals(PNG)).to.equal(true);
+    });
+
+    it('lets only the uploader or an admin delete, and never a file a message still shows', async () => {
+      const agent = await addMember(t.server, owner, 'agent');
+      const up = await upload(owner.api, owner.accessToken, t.baseUrl, { name: 'keep.pdf', type: 'application/pdf', bytes: PDF });
+      expect((await owner.api.delete(`/storage/${up.objectId}`, { token: agent.accessToken })).status).to.equal(403);
+      const mine = await upload(owner.api, agent.accessToken, t.baseUrl, { name: 'mine.pdf', type: 'application/pdf', bytes: PDF });
+      expect((await owner.api.delete(`/storage/${mine.objectId}`, { token: agent.accessToken })).status).to.equal(200);
+      expect((await owner.api.get(`/storage/metadata/${mine.objectId}`, tok)).status).to.equal(404);
+      expect((await owner.api.delete(`/storage/${up.objectId}`, tok)).status).to.equal(200);
+    });
+
+    it('counts pending and uploaded bytes against the plan\'s storage', async () => {
+      const other = await signUp(t.server, t.baseUrl);
+      await t.server.services.organizations.changePlan(other.orgId, 'free');
+      // 500 MB on the free plan: fill it with one large (pending) row.
+      await t.server.db.knex('storage_objects').insert({ organizationId: other.orgId, key: `org/${other.orgId}/knowledge/fill/big.pdf`, purpose: 'knowledge', fileName: 'big.pdf', mimeType: 'application/pdf', sizeBytes: 500 * MiB - 10, status: 'pending' });
+      const res = await other.api.post('/storage/presigned-upload', { fileName: 'a.txt', mimeType: 'text/plain', sizeBytes: 100, purpose: 'attachment' }, { token: other.accessToken });
+      expect(res.status).to.equal(403);
+      expect(res.body.error.code).to.equal('plan_limit_reached');
+    });
+  });
+}
+
+describe('storage: local signed URLs and the sweep', () => {
+  let owner: SignedUp;
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    owner = await signUp(server, baseUrl);
+  });
+
+  it('enforces the signature, the declared type (415) and the declared size (413)', async () => {
+    const { baseUrl } = sharedServer();
+    const p = await owner.api.post('/storage/presigned-upload', { fileName: 'a.txt', mimeType: 'text/plain', sizeBytes: 10, purpose: 'attachment' }, { token: owner.accessToken });
+    const url = reachable(p.body.data.upload.url, baseUrl);
+    expect((await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'image/png' }, body: 'x' })).status).to.equal(415);
+    expect((await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'x'.repeat(11) })).status).to.equal(413);
+    expect((await fetch(url.replace(/signature=[^&]+/, 'signature=forged'), { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'x' })).status).to.equal(403);
+    const expired = url.replace(/expires=\d+/, 'expires=1000');
+    expect((await fetch(expired, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'x' })).status).to.equal(403);
+    expect((await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'text/plain; charset=utf-8' }, body: 'x'.repeat(10) })).status).to.equal(200);
+    // An upload link does not download, and an attachment has no public link.
+    expect((await fetch(url)).status).to.equal(403);
+    expect((await fetch(`${baseUrl}/api/v1/storage/public/${p.body.data.objectId}`)).status).to.equal(404);
+  });
+
+  it('sweeps uploads left pending for a day', async () => {
+    const { server } = sharedServer();
+    const p = await owner.api.post('/storage/presigned-upload', { fileName: 'old.txt', mimeType: 'text/plain', sizeBytes: 10, purpose: 'attachment' }, { token: owner.accessToken });
+    await server.db.knex('storage_objects').where({ id: p.body.data.objectId }).update({ createdAt: new Date(Date.now() - 25 * 3_600_000) });
+    await server.services.storage.sweepPending();
+    expect((await owner.api.get(`/storage/metadata/${p.body.data.objectId}`, { token: owner.accessToken })).status).to.equal(404);
+  });
+});
