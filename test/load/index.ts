@@ -8,6 +8,7 @@ import { childNodeFlags, pinSelf } from './lib/proc.js';
 import { formatTable, writeReport, type ScenarioResult } from './lib/report.js';
 import { cpuTimes, stealBetween } from './lib/stats.js';
 import { GENERATOR_CORE, removeTemplate, SERVER_CORE, type RunContext, type Scenario } from './lib/servers.js';
+import { analytics } from './scenarios/analytics.js';
 import { chat } from './scenarios/chat.js';
 import { cluster } from './scenarios/cluster.js';
 import { connections } from './scenarios/connections.js';
@@ -15,7 +16,7 @@ import { crm } from './scenarios/crm.js';
 import { ingest } from './scenarios/ingest.js';
 import { rest } from './scenarios/rest.js';
 
-const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest, crm];
+const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest, crm, analytics];
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);

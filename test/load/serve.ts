@@ -4,6 +4,7 @@ import { loadConfig } from '../../server/config.js';
 import { createServer } from '../../server/server.js';
 import { serveChild } from './lib/proc.js';
 import { seedCrm, type CrmSeedRequest } from './lib/crm-seed.js';
+import { explainSummary, seedAnalytics, timeConversationScan, type AnalyticsSeedRequest } from './lib/analytics-seed.js';
 import { cleanup, countMessages, seed, type SeedRequest } from './lib/seed.js';
 
 const config = loadConfig(process.env);
@@ -20,6 +21,10 @@ serveChild(
     },
     // Contacts and tickets of an organization `seed` made (its runId is already recorded for cleanup).
     seedCrm: (req: CrmSeedRequest) => seedCrm(server, req),
+    // Agents, conversations and messages of an organization `seed` made, and the analytics baseline and plans.
+    seedAnalytics: (req: AnalyticsSeedRequest) => seedAnalytics(server, req),
+    analyticsScan: (req: { orgId: string; times: number }) => timeConversationScan(server, req),
+    analyticsExplain: (req: { orgId: string; from: string; to: string }) => explainSummary(server, req),
     countMessages: ({ orgIds }: { orgIds: string[] }) => countMessages(server, orgIds),
     // On a shared PostgreSQL the run removes its rows; an embedded data directory is deleted instead.
     cleanup: async () => {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DEFAULT_LIMITS, type GeneratorLimits } from './stats.js';
 import { LOAD_DIR } from './proc.js';
 
-export const SCENARIOS = ['connections', 'chat', 'cluster', 'rest', 'ingest', 'crm'] as const;
+export const SCENARIOS = ['connections', 'chat', 'cluster', 'rest', 'ingest', 'crm', 'analytics'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface Options {
@@ -29,6 +29,8 @@ export interface Options {
   /** Contacts and tickets of the crm scenario's organization. */
   crmContacts: number;
   crmTickets: number;
+  /** Conversations of the analytics scenario's organization (5 messages each). */
+  analyticsConversations: number;
   p99TargetMs: number;
   limits: GeneratorLimits;
   pin: boolean;
@@ -41,7 +43,7 @@ export interface Options {
 
 export const USAGE = `npm run bench -- [flags]
 
-  --scenarios=connections,chat,cluster,rest,ingest,crm   which to run (default: all)
+  --scenarios=connections,chat,cluster,rest,ingest,crm,analytics   which to run (default: all)
   --quick              smoke run with tiny sizes (CI: proves the harness works; figures mean nothing)
   --visitors=N         widget visitors (default 10000)
   --agents=N           agents, spread over the organizations (default 100)
@@ -55,6 +57,7 @@ export const USAGE = `npm run bench -- [flags]
   --batch=N            events per observability batch (default 500)
   --crm-contacts=N     contacts of the crm scenario's organization (default 100000)
   --crm-tickets=N      tickets of the crm scenario's organization (default 50000)
+  --analytics-conversations=N   conversations of the analytics scenario's organization (default 1000000)
   --p99-target=MS      chat knee: highest rate with p99 under this and nothing lost (default 100)
   --max-loop-delay=MS  generator loop delay p99 above which a measure is INVALID (default ${DEFAULT_LIMITS.maxLoopDelayP99Ms})
   --max-cpu=F          generator CPU share above which a measure is INVALID (default ${DEFAULT_LIMITS.maxCpu})
@@ -100,6 +103,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     historyMessages: 50,
     crmContacts: quick ? 2_000 : 100_000,
     crmTickets: quick ? 1_000 : 50_000,
+    analyticsConversations: quick ? 2_000 : 1_000_000,
     p99TargetMs: 100,
     limits: { ...DEFAULT_LIMITS },
     pin: true,
@@ -130,6 +134,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       case 'batch': o.batch = int(name, value, 1); break;
       case 'crm-contacts': o.crmContacts = int(name, value, 1); break;
       case 'crm-tickets': o.crmTickets = int(name, value, 1); break;
+      case 'analytics-conversations': o.analyticsConversations = int(name, value, 1); break;
       case 'p99-target': o.p99TargetMs = num(name, value); break;
       case 'max-loop-delay': o.limits.maxLoopDelayP99Ms = num(name, value); break;
       case 'max-cpu': o.limits.maxCpu = num(name, value); break;

@@ -1,0 +1,75 @@
+// analytics: every analytics route over one organization with --analytics-conversations conversations (5 messages
+// each, 200 agents), for a 30-day and a 365-day period, requests one after another. Each request names a `to` no
+// earlier request used, so none is answered from the 60-second cache. Baseline: one sequential scan of that
+// organization's conversations (index scans off) in the same database, in the same run; target p95 < 0.2x.
+import type { AnalyticsSeedResult } from '../lib/analytics-seed.js';
+import { percentile, requestJson } from '../lib/http-load.js';
+import { row, type Row } from '../lib/report.js';
+import type { SeedResult } from '../lib/seed.js';
+import { startApp, type Scenario } from '../lib/servers.js';
+
+const AGENTS = 200;
+const DAY_MS = 86_400_000;
+
+export const analytics: Scenario = {
+  name: 'analytics',
+  summary: 'analytics routes (30 and 365 days, cache bypassed) over one large organization; baseline: a sequential scan of its conversations',
+  skip: () => null,
+  async run(ctx) {
+    const o = ctx.options;
+    const app = await startApp(ctx, 'app', { postgres: true, redis: false });
+    const rows: Row[] = [];
+    const details: Record<string, unknown> = {};
+    try {
+      const seeded = await app.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: 1, agents: 1, visitors: 0, conversations: false }, 300_000);
+      const org = seeded.orgs[0]!;
+      const token = org.agents[0]!.token;
+      const t0 = performance.now();
+      const data = await app.child.call<AnalyticsSeedResult>('seedAnalytics', { orgId: org.id, runId: ctx.runId, agents: AGENTS, conversations: o.analyticsConversations }, 3_600_000);
+      ctx.log(`  seeded ${data.conversations} conversations, ${data.messages} messages, ${data.agents} agents in ${Math.round((performance.now() - t0) / 1000)} s ${JSON.stringify(data.seconds)}`);
+      details.seed = data;
+
+      const scan = await app.child.call<{ ms: number[]; plan: string }>('analyticsScan', { orgId: org.id, times: o.quick ? 2 : 5 }, 600_000);
+      const scanMs = percentile(scan.ms, 0.5);
+      ctx.log(`  sequential scan of the organization's conversations: ${scan.ms.join(', ')} ms (median ${scanMs})`);
+      details.scan = scan;
+
+      const end = Date.now() + 60_000;
+      let bump = 0;
+      const routes = ['/analytics/summary', '/analytics/trends', '/analytics/agents', '/analytics/agent/stats'];
+      const requests = o.quick ? 4 : 20;
+      for (const days of [30, 365]) {
+        const from = new Date(end - days * DAY_MS).toISOString();
+        details[`plan${days}`] = await app.child.call<string>('analyticsExplain', { orgId: org.id, from, to: new Date(end).toISOString() }, 600_000);
+        ctx.log(`  plan, ${days} days:\n    ${String(details[`plan${days}`]).split('\n').join('\n    ')}`);
+        for (const route of routes) {
+          const ms: number[] = [];
+          for (let k = 0; k < requests + 1; k++) {
+            // A `to` no request used before: a miss in the cache, computed afresh.
+            const to = new Date(end + ++bump).toISOString();
+            const t = performance.now();
+            const res = await requestJson(`${app.url}/api/v1${route}?from=${from}&to=${to}`, { headers: { authorization: `Bearer ${token}` } });
+            const took = performance.now() - t;
+            if (res.status !== 200) throw new Error(`${route} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+            if (route === '/analytics/summary' && days === 365 && k === 0) {
+              const started = res.body.data.conversations.started;
+              if (started < data.conversations * 0.99) throw new Error(`the summary counts ${started} of ${data.conversations} conversations`);
+            }
+            // The first request warms the plan cache and the pages; it is not counted.
+            if (k > 0) ms.push(Math.round(took * 10) / 10);
+          }
+          const p50 = percentile(ms, 0.5);
+          const p95 = percentile(ms, 0.95);
+          ctx.log(`  ${route} ${days} d: p50 ${p50} ms, p95 ${p95} ms (scan ${scanMs} ms, p95 ${Math.round((p95 / scanMs) * 100) / 100}x)`);
+          rows.push(row(`${route} ${days} d p50`, 'ms', p50, scanMs));
+          rows.push(row(`${route} ${days} d p95`, 'ms', p95, scanMs, { note: `target < 0.2x the scan; ${requests} sequential requests, cache bypassed` }));
+        }
+      }
+      rows[0]!.note = `${data.conversations} conversations, ${data.messages} messages, ${data.agents} agents; baseline: one sequential scan of the organization's conversations`;
+    } finally {
+      if (!app.dataDir) await app.child.call('cleanup', undefined, 1_800_000).catch(() => undefined);
+      await app.stop();
+    }
+    return { rows, details };
+  },
+};
