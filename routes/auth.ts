@@ -55,6 +55,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
       description: '401 for any wrong pair, with the same body and timing whether or not the email is registered.',
       body: object({ email, password: { type: 'string', minLength: 1, maxLength: 128 } }, ['email', 'password']),
       response: { status: 200, description: 'Signed in', data: SignedInView },
+      errors: [401],
       handler: async ({ body, meta }) => ({ message: 'Signed in', data: presentSignedIn(await s.auth.login(body, meta)) }),
     }),
     defineRoute<{ refreshToken: string }>({

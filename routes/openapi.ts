@@ -1,4 +1,5 @@
 // Builds the OpenAPI 3.1 document from the same route definitions that validate requests.
+import { polishOpenApi } from './openapiDocs.js';
 import type { AnyRoute, JsonSchema, RouteAuth } from './registry.js';
 import { ALL_SCOPES, describeScope, keyAllows, requiredScope } from '../server/services/apiKeys/index.js';
 
@@ -93,7 +94,7 @@ export function buildOpenApi(routes: AnyRoute[], info: { serverUrl: string }) {
       responses,
     };
   }
-  return {
+  return polishOpenApi({
     openapi: '3.1.0',
     info: {
       title: 'Support Platform API',
@@ -123,5 +124,5 @@ export function buildOpenApi(routes: AnyRoute[], info: { serverUrl: string }) {
       },
     },
     paths,
-  };
+  });
 }

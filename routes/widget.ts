@@ -54,7 +54,11 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
     defineRoute<{ publicKey: string; sessionId?: string; visitor?: { name?: string; email?: string } }>({
       method: 'post', path: '/widget/auth/token', operationId: 'createWidgetToken', tag, auth: { kind: 'public' }, rateLimit: 'widget-token',
       summary: 'Exchange the public key for a 24-hour widget_session token (resume a visitor with `sessionId`)',
-      description: 'When the widget lists allowedOrigins, the Origin header must be one of them (403 otherwise).',
+      description:
+        'When the widget lists allowedOrigins, the Origin header must be one of them (403 otherwise); the same check applies to every visitor route. ' +
+        'CORS on visitor routes follows the widget, not CORS_ORIGINS: a preflight (OPTIONS) is answered for any origin, because it cannot name its widget ' +
+        '(the public key is in this body, other routes carry it in the bearer token) and no credentials are ever allowed; the actual request from an origin ' +
+        'the widget does not list is answered 403 without CORS headers, so the page reads nothing.',
       body: object({ publicKey, sessionId: { type: 'string', format: 'uuid' }, visitor: object({ name: personName, email }) }, ['publicKey']),
       response: {
         status: 201, description: 'Token',
