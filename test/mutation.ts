@@ -1,0 +1,58 @@
+// Runs StrykerJS for one module with the test files that cover it (the rest of the options: stryker.config.mjs).
+//   npm run test:mutation -- --mutate server/auth/tokens.ts --testFiles test/auth-tokens.test.ts,test/auth.test.ts
+// --mutate and --testFiles take comma-separated lists and may repeat; --concurrency and --timeoutMS pass through.
+import { Stryker } from '@stryker-mutator/core';
+
+type Options = NonNullable<ConstructorParameters<typeof Stryker>[0]>;
+const config = ((await import(new URL('../stryker.config.mjs', import.meta.url).href)) as { default: Options }).default;
+
+interface Args {
+  mutate: string[];
+  testFiles: string[];
+  concurrency?: number;
+  timeoutMS?: number;
+}
+
+function parse(argv: string[]): Args {
+  const args: Args = { mutate: [], testFiles: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined || v.startsWith('--')) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    const list = () => value().split(',').map((s) => s.trim()).filter(Boolean);
+    if (flag === '--mutate' || flag === '-m') args.mutate.push(...list());
+    else if (flag === '--testFiles' || flag === '--tests' || flag === '-t') args.testFiles.push(...list());
+    else if (flag === '--concurrency' || flag === '-c') args.concurrency = Number(value());
+    else if (flag === '--timeoutMS') args.timeoutMS = Number(value());
+    else throw new Error(`unknown option ${flag} (known: --mutate, --testFiles, --concurrency, --timeoutMS)`);
+  }
+  if (args.mutate.length === 0) throw new Error('name the module to mutate: --mutate server/auth/tokens.ts');
+  if (args.testFiles.length === 0) throw new Error('name the tests that cover it: --testFiles test/auth-tokens.test.ts');
+  if (args.concurrency !== undefined && !(args.concurrency >= 1 && args.concurrency <= 2)) throw new Error('--concurrency is 1 or 2 on a shared machine');
+  return args;
+}
+
+let args: Args;
+try {
+  args = parse(process.argv.slice(2));
+} catch (err) {
+  console.error((err as Error).message);
+  process.exit(2);
+}
+
+// Quoted for the shell the command runner uses; --bail: the first failing test kills the mutant, the rest need not run.
+const quoted = args.testFiles.map((f) => `'${f.replaceAll("'", "'\\''")}'`).join(' ');
+const stryker = new Stryker({
+  ...config,
+  mutate: args.mutate,
+  commandRunner: { command: `node_modules/.bin/mocha --bail ${quoted}` },
+  ...(args.concurrency ? { concurrency: args.concurrency } : {}),
+  ...(args.timeoutMS ? { timeoutMS: args.timeoutMS } : {}),
+});
+const results = await stryker.runMutationTest();
+const counts: Record<string, number> = {};
+for (const r of results) counts[r.status] = (counts[r.status] ?? 0) + 1;
+console.log(`mutants by status: ${JSON.stringify(counts)}; report: reports/mutation/index.html`);
