@@ -120,6 +120,42 @@ describe('REST widget: visitor tokens', () => {
     expectApiSuccess(await owner.api.put('/widget/manage', { allowedOrigins: [] }, t), 200);
     expectApiSuccess(await token('https://evil.example.test'), 201);
   });
+
+  it("answers CORS by the widget's rules on every visitor route, whatever CORS_ORIGINS says", async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const t = { token: owner.accessToken };
+    const { publicKey } = expectApiSuccess(await owner.api.put('/widget/manage', { allowedOrigins: ['https://shop.example.test'] }, t), 200);
+    const anon = new Api(baseUrl);
+    // A preflight cannot name its widget: answered for any origin, without credentials.
+    const preflight = await anon.request('OPTIONS', '/widget/conversations', { headers: { origin: 'https://evil.example.test', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' } });
+    expect(preflight.status).to.equal(204);
+    expect(preflight.headers.get('access-control-allow-origin')).to.equal('https://evil.example.test');
+    expect(preflight.headers.get('access-control-allow-headers')).to.match(/authorization/i);
+    expect(preflight.headers.get('access-control-allow-credentials')).to.equal(null);
+    // The operator API keeps CORS_ORIGINS (none here).
+    const operatorPreflight = await anon.request('OPTIONS', '/conversations', { headers: { origin: 'https://shop.example.test', 'access-control-request-method': 'GET' } });
+    expect(operatorPreflight.headers.get('access-control-allow-origin')).to.equal(null);
+
+    const shop = { origin: 'https://shop.example.test' };
+    const { token } = expectApiSuccess(await anon.post('/widget/auth/token', { publicKey }, { headers: shop }), 201);
+    const allowed = await anon.post('/widget/auth/validate', {}, { token, headers: shop });
+    expectApiSuccess(allowed, 200);
+    expect(allowed.headers.get('access-control-allow-origin')).to.equal('https://shop.example.test');
+    // A token taken to another website is refused there, and that website reads nothing.
+    for (const call of [
+      () => anon.post('/widget/auth/validate', {}, { token, headers: { origin: 'https://evil.example.test' } }),
+      () => anon.get('/widget/conversations', { token, headers: { origin: 'https://evil.example.test' } }),
+      () => anon.post('/widget/conversations', { message: 'hi' }, { token, headers: { origin: 'https://evil.example.test' } }),
+      () => anon.post('/widget/qr-scan', { publicKey }, { headers: { origin: 'https://evil.example.test' } }),
+    ]) {
+      const res = await call();
+      expectApiError(res, 403, 'forbidden');
+      expect(res.headers.get('access-control-allow-origin')).to.equal(null);
+    }
+    // The server's own hosted chat page (same host) may always use the widget.
+    expectApiSuccess(await anon.post('/widget/auth/token', { publicKey }, { headers: { origin: baseUrl } }), 201);
+  });
 });
 
 describe('REST widget: visitor conversations', () => {
