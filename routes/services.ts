@@ -24,6 +24,7 @@ import type { TemplateService } from '../server/services/templates.js';
 import type { TicketService } from '../server/services/tickets/index.js';
 import type { MessageAttachments, StorageService } from '../server/storage/index.js';
 import type { ApiKeyService } from '../server/services/apiKeys/index.js';
+import type { EmailIdentityService } from '../server/services/email/index.js';
 
 export interface RouteServices {
   config: Config;
@@ -48,6 +49,7 @@ export interface RouteServices {
   attachments: MessageAttachments;
   apiKeys: ApiKeyService;
   analytics: AnalyticsService;
+  email: EmailIdentityService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */
   bearerToken(ctx: Context): string | null;
   /** Constant-time check of x-ai-tool-secret; 503 when no secret is configured (fail closed). */

@@ -35,6 +35,7 @@ import { AnalyticsService } from './services/analytics/index.js';
 import { ObservabilityService } from './services/observability.js';
 import { TemplateService } from './services/templates.js';
 import { IdempotencyKeys, TicketMailer, TicketService } from './services/tickets/index.js';
+import { EmailIdentityService } from './services/email/index.js';
 import { MemoryPresence, RedisPresence, type Presence } from './presence.js';
 import { createRealtime, type Realtime } from '../sockets/index.js';
 import { MembershipCheck } from '../sockets/membership.js';
@@ -108,6 +109,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     keys: new IdempotencyKeys({ models: db.models, knex: db.knex, onSweepError: (err) => logger.warn({ err }, 'sweeping expired idempotency keys failed') }),
   });
 
+  const email = new EmailIdentityService({ knex: db.knex, mailFrom: config.mailFrom });
   const analytics = new AnalyticsService({ knex: db.knex, onRollupError: (err) => logger.warn({ err }, 'rolling up message counts failed') });
   const readiness = new Readiness(db, redis);
   const services: RouteServices = {
@@ -132,6 +134,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     storage,
     attachments,
     analytics,
+    email,
     apiKeys,
     bearerToken: bearerTokenReader(config.allowQueryToken),
     checkAiSecret: aiSecretChecker(config.aiToolSecret),

@@ -8,6 +8,7 @@ import type { Organization } from '../../../db/models/Organization.js';
 import type { Ticket } from '../../../db/models/Ticket.js';
 import type { TicketMail, TicketMailKind } from '../../../db/models/TicketMail.js';
 import type { Mailer } from '../../mail/index.js';
+import { senderOf, type EmailIdentityRow } from '../email/identity.js';
 
 /** Mail clients cope with long References, but RFC 5322 suggests trimming: the root and the latest ones stay. */
 const MAX_REFERENCES = 20;
@@ -25,22 +26,20 @@ export function parseMailbox(value: string): MailAddress {
 }
 
 /**
- * Who a ticket mail is from. Until an organization has its own sender identity, mail leaves from MAIL_FROM's
- * address as "<Org> via <platform>", so the requester sees who writes while SPF/DKIM stay the platform's. There is
- * no per-organization reply address yet either, so no Reply-To is set and replies reach MAIL_FROM.
+ * Who a ticket mail is from: the organization's sender identity (server/services/email), which until its domain is
+ * verified means MAIL_FROM's address as "<Org> via <platform>" with Reply-To the organization's address.
  */
-export function ticketSender(organization: Pick<Organization, 'name'>, mailFrom: string): Pick<MailHeaders, 'from' | 'replyTo'> {
-  const platform = parseMailbox(mailFrom);
-  return { from: { name: platform.name ? `${organization.name} via ${platform.name}` : organization.name, address: platform.address } };
+export function ticketSender(organization: Pick<Organization, 'name'>, mailFrom: string, identity?: Parameters<typeof senderOf>[2]): Pick<MailHeaders, 'from' | 'replyTo'> {
+  return senderOf(organization.name, mailFrom, identity);
 }
 
 export function ticketSubject(ticket: Pick<Ticket, 'number' | 'title'>): string {
   return `[#${ticket.number}] ${ticket.title}`;
 }
 
-function bodyOf(kind: TicketMailKind, ticket: Ticket, organization: Organization, content: string | null): string {
+function bodyOf(kind: TicketMailKind, ticket: Ticket, organization: Organization, content: string | null, signature: string | null): string {
   const hello = ticket.requesterName ? `Hello ${ticket.requesterName},\n\n` : 'Hello,\n\n';
-  const sign = `\n-- \n${organization.name} support, ticket #${ticket.number}\n`;
+  const sign = `\n-- \n${signature ? `${signature}\n` : ''}${organization.name} support, ticket #${ticket.number}\n`;
   switch (kind) {
     case 'created':
       return `${hello}we received your request and opened ticket #${ticket.number}: ${ticket.title}\nWe will answer you here.\n${sign}`;
@@ -80,13 +79,14 @@ export class TicketMailer {
     const references = ids.length > MAX_REFERENCES ? [ids[0]!, ...ids.slice(ids.length - MAX_REFERENCES + 1)] : ids;
     const messageId = `<ticket-${ticket.id}.${randomBytes(8).toString('hex')}@${this.domain}>`;
     const inReplyTo = ids.length ? ids[ids.length - 1]! : undefined;
+    const identity = (await trx('email_identities').where({ organizationId: ticket.organizationId }).first()) as EmailIdentityRow | undefined;
     const headers: MailHeaders = {
-      ...ticketSender(organization, this.deps.mailFrom),
+      ...ticketSender(organization, this.deps.mailFrom, identity),
       messageId,
       ...(inReplyTo ? { inReplyTo, references } : {}),
       ...(opts.cc?.length ? { cc: opts.cc } : {}),
     };
-    const outbox = await this.deps.mailer.queue({ kind: `ticket_${kind}`, to, subject: ticketSubject(ticket), text: bodyOf(kind, ticket, organization, opts.content ?? null), headers }, trx);
+    const outbox = await this.deps.mailer.queue({ kind: `ticket_${kind}`, to, subject: ticketSubject(ticket), text: bodyOf(kind, ticket, organization, opts.content ?? null, identity?.signature ?? null), headers }, trx);
     const mail = await this.deps.models.TicketMail.query(trx).insertAndFetch({
       organizationId: ticket.organizationId,
       ticketId: ticket.id,

@@ -1,0 +1,152 @@
+// An organization's mail sender identity: who its mail is From, where replies go, the signature, and the DNS
+// records that prove it may send as its own domain. Until that proof is found, mail leaves from the platform's
+// address as "<Org> via <platform>" with Reply-To the organization's address (SPF/DKIM stay the platform's).
+import { randomBytes } from 'node:crypto';
+import { resolveTxt } from 'node:dns/promises';
+import type { Knex } from 'knex';
+import { parseMailbox, type MailAddress } from '../tickets/mail.js';
+
+/** The stored identity (camelCase through knex's mappers). */
+export interface EmailIdentityRow {
+  organizationId: string;
+  fromName: string | null;
+  fromAddress: string | null;
+  replyTo: string | null;
+  signature: string | null;
+  verificationToken: string;
+  verifiedDomain: string | null;
+  domainVerifiedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface EmailIdentityInput {
+  fromName?: string | null;
+  fromAddress?: string | null;
+  replyTo?: string | null;
+  signature?: string | null;
+}
+
+export interface DnsRecord {
+  type: 'TXT';
+  name: string;
+  value: string;
+  purpose: 'verification' | 'spf';
+}
+
+export interface EmailIdentityView {
+  fromName: string | null;
+  fromAddress: string | null;
+  replyTo: string | null;
+  signature: string | null;
+  domain: string | null;
+  domainVerified: boolean;
+  domainVerifiedAt: string | null;
+  dnsRecords: DnsRecord[];
+}
+
+/** From and Reply-To of one organization mail. */
+export interface MailSender {
+  from: MailAddress;
+  replyTo?: string;
+}
+
+/** The TXT host that carries the verification token of a domain. */
+export const VERIFICATION_HOST = '_support-verification';
+export type TxtResolver = (host: string) => Promise<string[][]>;
+
+const domainOf = (address: string | null): string | null => (address && address.includes('@') ? address.split('@').pop()!.toLowerCase() : null);
+
+/** Verified only for the domain the proof was found on: changing the from address to another domain unverifies it. */
+const isVerified = (row: EmailIdentityRow | undefined): boolean => !!row?.domainVerifiedAt && !!row.verifiedDomain && row.verifiedDomain === domainOf(row.fromAddress);
+
+export class EmailIdentityService {
+  constructor(private readonly deps: { knex: Knex; mailFrom: string; resolveTxt?: TxtResolver }) {}
+
+  private row(orgId: string, db: Knex | Knex.Transaction = this.deps.knex): Promise<EmailIdentityRow | undefined> {
+    return db('email_identities').where({ organizationId: orgId }).first() as Promise<EmailIdentityRow | undefined>;
+  }
+
+  private async ensure(orgId: string): Promise<EmailIdentityRow> {
+    await this.deps.knex('email_identities').insert({ organizationId: orgId, verificationToken: randomBytes(16).toString('hex') }).onConflict('organization_id').ignore();
+    return (await this.row(orgId))!;
+  }
+
+  async get(orgId: string): Promise<EmailIdentityView> {
+    return this.present(await this.ensure(orgId));
+  }
+
+  async put(orgId: string, input: EmailIdentityInput): Promise<EmailIdentityView> {
+    await this.ensure(orgId);
+    const patch: Record<string, unknown> = { updatedAt: new Date() };
+    for (const key of ['fromName', 'fromAddress', 'replyTo', 'signature'] as const) {
+      if (input[key] !== undefined) patch[key] = input[key] === null || input[key] === '' ? null : key === 'fromAddress' || key === 'replyTo' ? input[key]!.toLowerCase() : input[key];
+    }
+    await this.deps.knex('email_identities').where({ organizationId: orgId }).update(patch);
+    return this.present((await this.row(orgId))!);
+  }
+
+  /** Looks the verification token up in DNS; a lookup that fails leaves the identity unverified (not an error). */
+  async verify(orgId: string): Promise<EmailIdentityView> {
+    const row = await this.ensure(orgId);
+    const domain = domainOf(row.fromAddress);
+    let found = false;
+    if (domain) {
+      const lookup = this.deps.resolveTxt ?? resolveTxt;
+      try {
+        const records = await lookup(`${VERIFICATION_HOST}.${domain}`);
+        found = records.some((chunks) => chunks.join('') === this.tokenValue(row));
+      } catch {
+        found = false;
+      }
+    }
+    await this.deps.knex('email_identities').where({ organizationId: orgId }).update({
+      verifiedDomain: found ? domain : null, domainVerifiedAt: found ? new Date() : null, updatedAt: new Date(),
+    });
+    return this.present((await this.row(orgId))!);
+  }
+
+  /** From and Reply-To for mail sent on the organization's behalf (tickets, channels, AI mail). */
+  async senderFor(orgId: string, orgName: string, db?: Knex | Knex.Transaction): Promise<MailSender> {
+    return senderOf(orgName, this.deps.mailFrom, await this.row(orgId, db));
+  }
+
+  /** The signature appended to the organization's mail (null: none set). */
+  async signatureOf(orgId: string, db?: Knex | Knex.Transaction): Promise<string | null> {
+    return (await this.row(orgId, db))?.signature ?? null;
+  }
+
+  private tokenValue(row: EmailIdentityRow): string {
+    return `support-verification=${row.verificationToken}`;
+  }
+
+  private present(row: EmailIdentityRow): EmailIdentityView {
+    const domain = domainOf(row.fromAddress);
+    const platform = domainOf(parseMailbox(this.deps.mailFrom).address) ?? 'localhost';
+    const dnsRecords: DnsRecord[] = domain
+      ? [
+          { type: 'TXT', name: `${VERIFICATION_HOST}.${domain}`, value: this.tokenValue(row), purpose: 'verification' },
+          { type: 'TXT', name: domain, value: `v=spf1 include:${platform} ~all`, purpose: 'spf' },
+        ]
+      : [];
+    return {
+      fromName: row.fromName, fromAddress: row.fromAddress, replyTo: row.replyTo, signature: row.signature, domain,
+      domainVerified: isVerified(row),
+      domainVerifiedAt: isVerified(row) ? new Date(row.domainVerifiedAt!).toISOString() : null,
+      dnsRecords,
+    };
+  }
+}
+
+/**
+ * The one rule for who an organization's mail is from. Verified: its own From and Reply-To. Otherwise MAIL_FROM's
+ * address as "<Org> via <platform>", with Reply-To the organization's address when it has one.
+ */
+export function senderOf(orgName: string, mailFrom: string, identity: Pick<EmailIdentityRow, 'fromName' | 'fromAddress' | 'replyTo' | 'verifiedDomain' | 'domainVerifiedAt'> | undefined): MailSender {
+  const platform = parseMailbox(mailFrom);
+  const replyTo = identity?.replyTo ?? identity?.fromAddress ?? undefined;
+  if (identity && isVerified(identity as EmailIdentityRow)) {
+    return { from: { name: identity.fromName ?? orgName, address: identity.fromAddress! }, ...(replyTo ? { replyTo } : {}) };
+  }
+  return { from: { name: platform.name ? `${orgName} via ${platform.name}` : orgName, address: platform.address }, ...(replyTo ? { replyTo } : {}) };
+}

@@ -1,0 +1,2 @@
+// The email area: the organization's sender identity (and, with the AI routes, templated mail and OTP checks).
+export { EmailIdentityService, senderOf, VERIFICATION_HOST, type DnsRecord, type EmailIdentityInput, type EmailIdentityView, type MailSender, type TxtResolver } from './identity.js';
