@@ -40,12 +40,14 @@ export async function seedAnalytics(server: AppServer, req: AnalyticsSeedRequest
   const agents = `{${users.map((u) => u.id).join(',')}}`;
   // Conversation i: created i/total of the way back over 365 days; a fifth AI-only, a third escalated, most resolved.
   const span = 365 * DAY_S;
+  // One clock for every statement: chunk windows computed from each statement's own now() would overlap.
+  const anchor = new Date().toISOString();
   for (let start = 0; start < req.conversations; start += CHUNK) {
     const end = Math.min(req.conversations, start + CHUNK) - 1;
     await knex.raw(
       `with a as (select ?::uuid[] as ids), g as (
-         select i, now() - make_interval(secs => (i::float8 / ?) * ?) as created,
-           (select ids[1 + (i * 7919) % array_length(ids, 1)] from a) as agent
+         select i, ?::timestamptz - make_interval(secs => (i::float8 / ?) * ?) as created,
+           (select ids[1 + ((i::bigint * 7919) % array_length(ids, 1))::int] from a) as agent
          from generate_series(?::int, ?::int) i
        )
        insert into conversations (organization_id, status, channel, assigned_to, visitor_name, created_at, updated_at, last_seq, last_message_at,
@@ -64,7 +66,7 @@ export async function seedAnalytics(server: AppServer, req: AnalyticsSeedRequest
          i % 10 < 7 and i % 5 = 0,
          case when i % 10 = 7 then created + interval '2 days' end
        from g`,
-      [agents, req.conversations, span, start, end, req.orgId],
+      [agents, anchor, req.conversations, span, start, end, req.orgId],
     );
   }
   const convSeconds = elapsed(t0);
@@ -78,8 +80,8 @@ export async function seedAnalytics(server: AppServer, req: AnalyticsSeedRequest
        select c.organization_id, c.id, s, (array['visitor', 'ai', 'visitor', 'agent', 'visitor'])[s],
          case when s = 4 then c.assigned_to end, 'Bench message ' || s, c.created_at + make_interval(secs => 30 * (s - 1))
        from conversations c cross join generate_series(1, 5) s
-       where c.organization_id = ? and c.created_at >= now() - make_interval(days => ?) and c.created_at < now() - make_interval(days => ?)`,
-      [req.orgId, d + step, d],
+       where c.organization_id = ? and c.created_at >= ?::timestamptz - make_interval(days => ?) and c.created_at < ?::timestamptz - make_interval(days => ?)`,
+      [req.orgId, anchor, d + step, anchor, d],
     );
   }
   const msgSeconds = elapsed(t0);
