@@ -36,6 +36,8 @@ import { TicketMail } from './models/TicketMail.js';
 import { IdempotencyKey } from './models/IdempotencyKey.js';
 import { User } from './models/User.js';
 import { ApiKey } from './models/ApiKey.js';
+import { Webhook } from './models/Webhook.js';
+import { WebhookDelivery } from './models/WebhookDelivery.js';
 import { StorageObject } from './models/StorageObject.js';
 
 const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
@@ -43,7 +45,7 @@ const { knexSnakeCaseMappers } = objection;
 
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
-const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun, Ticket, TicketEvent, TicketMail, IdempotencyKey, ContactIdentity, ContactNote, ContactAttributeDefinition, ContactConflict, ContactMerge, StorageObject, ApiKey };
+const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun, Ticket, TicketEvent, TicketMail, IdempotencyKey, ContactIdentity, ContactNote, ContactAttributeDefinition, ContactConflict, ContactMerge, StorageObject, ApiKey, Webhook, WebhookDelivery };
 export type Models = typeof MODELS;
 
 export interface DatabaseOptions {

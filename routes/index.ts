@@ -20,6 +20,7 @@ import type { RouteServices } from './services.js';
 import { widgetRoutes } from './widget.js';
 import { storageRoutes } from './storage.js';
 import { apiKeyRoutes } from './apiKeys.js';
+import { webhookRoutes } from './webhooks.js';
 import { emailRoutes } from './email.js';
 
 export function createApiRouter(services: RouteServices): { router: Router; registry: RouteRegistry } {
@@ -41,6 +42,7 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...ticketRoutes(services),
     ...storageRoutes(services),
     ...apiKeyRoutes(services),
+    ...webhookRoutes(services),
     ...emailRoutes(services),
     ...observabilityRoutes(services),
     ...aiRoutes(services),

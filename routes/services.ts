@@ -24,6 +24,7 @@ import type { TemplateService } from '../server/services/templates.js';
 import type { TicketService } from '../server/services/tickets/index.js';
 import type { MessageAttachments, StorageService } from '../server/storage/index.js';
 import type { ApiKeyService } from '../server/services/apiKeys/index.js';
+import type { WebhookService } from '../server/services/webhooks/index.js';
 import type { EmailIdentityService } from '../server/services/email/index.js';
 
 export interface RouteServices {
@@ -48,6 +49,7 @@ export interface RouteServices {
   storage: StorageService;
   attachments: MessageAttachments;
   apiKeys: ApiKeyService;
+  webhooks: WebhookService;
   analytics: AnalyticsService;
   email: EmailIdentityService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */

@@ -15,6 +15,7 @@ import { TokenService } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { DomainEventBus } from './events.js';
 import { createLogger, type Logger } from './logger.js';
+import { JobQueue } from './jobs/index.js';
 import { createStorageDriver, MessageAttachments, StorageService } from './storage/index.js';
 import { Mailer } from './mail/index.js';
 import { RateLimits } from './ratelimit.js';
@@ -41,6 +42,7 @@ import { createRealtime, type Realtime } from '../sockets/index.js';
 import { MembershipCheck } from '../sockets/membership.js';
 import { ApiKeyService } from './services/apiKeys/index.js';
 import { Metrics, type SocketKind } from './metrics.js';
+import { SecretBox, WebhookDeliverer, WebhookService } from './services/webhooks/index.js';
 
 export interface AppServer {
   config: Config;
@@ -50,6 +52,8 @@ export interface AppServer {
   redis: RedisLink | null;
   readiness: Readiness;
   events: DomainEventBus;
+  /** The durable job queue (webhook deliveries, indexing, sweeps); areas define their queues on it. */
+  jobs: JobQueue;
   services: RouteServices;
   metrics: Metrics;
   /** The bound METRICS_PORT once started (null when /metrics has no port of its own). */
@@ -78,6 +82,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const otp = new OtpService(db.models, db.knex, tokenHashKey);
   const sessions = new SessionService(db.models, tokens, events, config.refreshTokenTtlSeconds);
   const mailer = new Mailer(db.models, db.knex, logger, { smtpUrl: config.smtpUrl, from: config.mailFrom });
+  const jobs = new JobQueue(db.knex, logger);
   const organizations = new OrganizationService({ models: db.models, knex: db.knex, sessions, events, plans: { catalog: config.plans, defaultPlan: config.defaultPlan } });
   const auth = new AuthService({ models: db.models, knex: db.knex, passwords, otp, sessions, tokens, mailer, organizations, appUrl: config.appUrl, tokenHashKey });
   const memberships = new MembershipService({ models: db.models, knex: db.knex, passwords, sessions, organizations, mailer, events, appUrl: config.appUrl, tokenHashKey });
@@ -111,6 +116,18 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
 
   const email = new EmailIdentityService({ knex: db.knex, mailFrom: config.mailFrom });
   const analytics = new AnalyticsService({ knex: db.knex, onRollupError: (err) => logger.warn({ err }, 'rolling up message counts failed') });
+  // Webhook secrets must stay usable for signing: kept encrypted under a key derived from a server secret.
+  const webhookPolicy = { allowPrivate: config.webhooks.allowPrivate };
+  const webhooks = new WebhookService({ models: db.models, knex: db.knex, jobs, box: new SecretBox(config.secrets.refresh), policy: webhookPolicy });
+  const webhookDeliverer = new WebhookDeliverer({
+    models: db.models, knex: db.knex, jobs, webhooks, notifications, policy: webhookPolicy, timeoutMs: config.webhooks.timeoutMs, logger,
+    onResult: (result) => metrics.webhookDelivery(result),
+  });
+  // The services record webhook events inside their own transactions (the outbox).
+  messages.outbox = webhooks;
+  conversations.outbox = webhooks;
+  contacts.outbox = webhooks;
+  tickets.outbox = webhooks;
   const readiness = new Readiness(db, redis);
   const services: RouteServices = {
     config,
@@ -136,6 +153,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     analytics,
     email,
     apiKeys,
+    webhooks,
     bearerToken: bearerTokenReader(config.allowQueryToken),
     checkAiSecret: aiSecretChecker(config.aiToolSecret),
     readiness,
@@ -159,6 +177,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     redis,
     readiness,
     events,
+    jobs,
     services,
     metrics,
     get metricsPort() {
@@ -175,6 +194,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
         if (applied.length) logger.info({ applied }, 'migrations applied');
       }
       mailer.start();
+      jobs.start();
       analytics.rollup.start();
       // Old AI-call events and the bodies of old delivered mail are pruned at start and then hourly, on every
       // instance (both are idempotent).
@@ -211,6 +231,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
       http.closeIdleConnections();
       await closing;
       await presence.close();
+      await jobs.stop();
+      webhookDeliverer.close();
       await mailer.stop();
       if (redis) await redis.close();
       await db.close();

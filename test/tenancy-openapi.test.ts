@@ -107,7 +107,14 @@ describe('tenancy: every route with a tenant id in its path, generated from the 
     const notification = ok(await a.api.get('/notifications', t), 'notifications')[0];
     const file = await upload(a.api, a.accessToken, a.api.baseUrl, { name: 'a.pdf', type: 'application/pdf', bytes: PDF });
     ok(file.complete, 'file');
+    const apiKey = ok(await a.api.post('/api-keys', { name: 'A key', scopes: ['contacts:read'] }, t), 'api key').apiKey;
+    // An address literal: public, so it passes the target check without DNS; the delivery row is made directly (no job).
+    const webhook = ok(await a.api.post('/webhooks', { url: 'https://93.184.215.14/hook', events: ['ticket.created'], enabled: false }, t), 'webhook').webhook;
+    const [delivery] = await server.db.knex('webhook_deliveries').insert({ organization_id: a.orgId, webhook_id: webhook.id, event_id: randomUUID(), event_type: 'ticket.created', payload: '{}', status: 'failed' }).returning('id');
     Object.assign(ids, {
+      keyId: apiKey.id,
+      webhookId: webhook.id,
+      deliveryId: (delivery as { id: string }).id,
       orgId: a.orgId,
       memberId: member.membershipId,
       conversationId,

@@ -9,6 +9,8 @@ import type { Conversation, ConversationStatus } from '../../db/models/Conversat
 import type { Message } from '../../db/models/Message.js';
 import type { DomainEventBus } from '../events.js';
 import { InvalidTransition, NotFound } from '../errors.js';
+import type { Outbox } from './webhooks/index.js';
+import { presentConversation } from '../presenters/conversation.js';
 
 /** Allowed status changes; closed is final. */
 const TRANSITIONS: Record<ConversationStatus, ConversationStatus[]> = {
@@ -53,6 +55,9 @@ select row_to_json(conv) as conversation,
 from conv`;
 
 export class ConversationService {
+  /** Webhook events, written in the change's transaction. */
+  outbox: Outbox | null = null;
+
   private readonly history: Statement<{ conversation: Record<string, unknown>; messages: Record<string, unknown>[] }>;
 
   constructor(private readonly deps: { models: Models; knex: Knex; statement: StatementFactory; events: DomainEventBus; contacts: ContactService }) {
@@ -119,7 +124,10 @@ export class ConversationService {
       }
       if (status === 'open') patch.resolvedAt = null;
       if (status === 'closed') patch.closedAt = now;
-      return { conversation: await this.models.Conversation.query(trx).patchAndFetchById(current.id, patch), changed: true };
+      const updated = await this.models.Conversation.query(trx).patchAndFetchById(current.id, patch);
+      await this.outbox?.record(trx, orgId, 'conversation.updated', () => ({ conversation: presentConversation(updated), changes: ['status'] }));
+      if (status === 'resolved') await this.outbox?.record(trx, orgId, 'conversation.resolved', () => ({ conversation: presentConversation(updated) }));
+      return { conversation: updated, changed: true };
     });
     if (changed) this.deps.events.publish('conversation.updated', { conversation, statusChanged: true });
     return conversation;
@@ -168,6 +176,7 @@ export class ConversationService {
       if (contact) await this.deps.contacts.touch(orgId, contact.id, trx);
       const updated = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { contactId: contact?.id ?? null });
       updated.contact = contact;
+      await this.outbox?.record(trx, orgId, 'conversation.updated', () => ({ conversation: presentConversation(updated), changes: ['contactId'] }));
       return updated;
     });
     this.deps.events.publish('conversation.updated', { conversation });

@@ -13,6 +13,8 @@ import type { Conversation } from '../../db/models/Conversation.js';
 import type { Message } from '../../db/models/Message.js';
 import { rowFromJson, type Statement, type StatementFactory } from '../../db/statements.js';
 import { isUuid } from '../validation.js';
+import { WEBHOOK_QUEUE } from './webhooks/queue.js';
+import type { Outbox } from './webhooks/index.js';
 // A value import from the service that owns this batcher: used only at call time, so the cycle is harmless.
 import { senderIdOf, type Sender, type SendInput } from './messages.js';
 
@@ -98,6 +100,35 @@ msg as (
 select conv.batch_ord as ord, conv.batch_previous_status as previous_status, to_jsonb(conv) as conversation, to_jsonb(msg) as message
 from conv join msg on msg.conversation_id = conv.id`;
 
+/**
+ * The same statement when an organization in the batch has webhooks wanting message.created: a delivery row and
+ * its job per public message and subscription, written by the statement that stores the message (the outbox).
+ * Batches of organizations without such webhooks run APPEND_SQL and pay nothing.
+ */
+const APPEND_WITH_WEBHOOKS_SQL = APPEND_SQL.replace(
+  /\)\nselect conv\.batch_ord/,
+  `),
+hook as (
+  select w.id, w.organization_id from webhooks w
+  where w.organization_id in (select organization_id from msg where not private) and w.enabled
+    and jsonb_exists_any(w.events, array['*', 'message.*', 'message.created'])
+),
+delivery as (
+  insert into webhook_deliveries (organization_id, webhook_id, event_id, event_type, payload, message_id)
+  select msg.organization_id, hook.id, md5('message.created:' || msg.id::text)::uuid, 'message.created', '{}'::jsonb, msg.id
+  from msg join hook on hook.organization_id = msg.organization_id
+  where not msg.private
+  returning id, organization_id
+),
+delivery_job as (
+  insert into jobs (queue, payload, organization_id)
+  select '${WEBHOOK_QUEUE}', jsonb_build_object('deliveryId', delivery.id), delivery.organization_id from delivery
+)
+select conv.batch_ord`,
+);
+
+if (APPEND_WITH_WEBHOOKS_SQL === APPEND_SQL) throw new Error('the webhook variant of the append statement did not apply');
+
 /** Counters since start: how sends went, for benchmarks and tests. */
 export interface BatchStats {
   /** Statements run. */
@@ -122,12 +153,16 @@ export class MessageBatcher {
   private busy = new Set<string>();
 
   private readonly appendStatement: Statement<AppendRow>;
+  private readonly appendWithWebhooksStatement: Statement<AppendRow>;
+  /** Set when webhooks are on: decides per batch whether the outbox variant of the statement runs. */
+  outbox: Outbox | null = null;
 
   constructor(
     statement: StatementFactory,
     private readonly options: MessageBatcherOptions,
   ) {
     this.appendStatement = statement<AppendRow>('append_messages', APPEND_SQL);
+    this.appendWithWebhooksStatement = statement<AppendRow>('append_messages_webhooks', APPEND_WITH_WEBHOOKS_SQL);
   }
 
   /**
@@ -228,6 +263,7 @@ export class MessageBatcher {
       client_message_id: input.clientMessageId ?? null,
     }));
     this.stats.batches++;
-    return this.appendStatement.rows([JSON.stringify(input), new Date().toISOString()]);
+    const withWebhooks = this.outbox ? await this.outbox.wantsMessages(batch.map((p) => p.sender.orgId)) : false;
+    return (withWebhooks ? this.appendWithWebhooksStatement : this.appendStatement).rows([JSON.stringify(input), new Date().toISOString()]);
   }
 }

@@ -7,6 +7,8 @@ import type { Message, MessageType, SenderType } from '../../db/models/Message.j
 import type { DomainEventBus } from '../events.js';
 import { Conflict, InvalidTransition, NotFound, ValidationFailed } from '../errors.js';
 import { MessageBatcher, type BatchStats, type MessageBatcherOptions } from './messageBatch.js';
+import type { Outbox } from './webhooks/index.js';
+import { presentConversation } from '../presenters/conversation.js';
 
 export type Sender =
   | { type: 'agent'; orgId: string; userId: string }
@@ -66,6 +68,12 @@ export class MessageService {
   onConversationStarted: (conversation: Conversation) => Promise<void> = async () => undefined;
 
   private readonly batcher: MessageBatcher;
+  private webhookOutbox: Outbox | null = null;
+  /** Webhook events are written with the message: in its transaction, or in the batch's statement. */
+  set outbox(outbox: Outbox | null) {
+    this.webhookOutbox = outbox;
+    this.batcher.outbox = outbox;
+  }
   /** How sends were written: batched appends vs the transactional path. */
   get batchStats(): Readonly<BatchStats> {
     return this.batcher.stats;
@@ -151,6 +159,7 @@ export class MessageService {
           tags: [],
         });
         const appended = await this.appendWithFiles(trx, fresh, sender, input);
+        await this.recordStarted(trx, appended.conversation);
         return { ...appended, duplicate: false, started: true };
       }
       const appended = await this.appendWithFiles(trx, conversation, sender, input);
@@ -235,7 +244,16 @@ export class MessageService {
       metadata: JSON.stringify(input.metadata ?? {}),
       clientMessageId: input.clientMessageId ?? null,
     }, '*')) as Message[];
+    if (this.webhookOutbox) {
+      if (!message!.private) await this.webhookOutbox.record(trx, conversation.organizationId, 'message.created', {}, { messageId: message!.id });
+      if (reopened) await this.webhookOutbox.record(trx, conversation.organizationId, 'conversation.updated', { conversation: presentConversation(updated!), changes: ['status'] });
+    }
     return { message, conversation: updated, reopened };
+  }
+
+  /** The webhook event of a conversation a send started, in that send's transaction. */
+  async recordStarted(trx: Knex.Transaction, conversation: Conversation): Promise<void> {
+    await this.webhookOutbox?.record(trx, conversation.organizationId, 'conversation.created', { conversation: presentConversation(conversation) });
   }
 
   /** A page of messages by seq: after `afterSeq` (ascending) or before `beforeSeq` (the newest ones before it). */

@@ -194,6 +194,7 @@ export class WidgetService {
         tags: [],
       });
       const appended = await this.deps.messages.append(trx, conversation, { type: 'visitor', orgId: visitor.orgId, sessionId: visitor.sessionId }, { conversationId: conversation.id, content: input.message, clientMessageId: input.clientMessageId });
+      await this.deps.messages.recordStarted(trx, appended.conversation);
       return { message: appended.message, conversation: appended.conversation, duplicate: false, started: true, reopened: false };
     });
     if (!result.duplicate) this.deps.messages.announce(result);

@@ -73,7 +73,9 @@ export class ContactMerger {
     // The source goes before the survivor takes over its email or phone (both are unique).
     await Contact.forOrg(orgId, trx).deleteById(sourceId);
     await Contact.query(trx).patch({ ...patch, tags, attributes, lastActivityAt: latest ?? null }).findById(targetId);
-    return this.contacts.getFull(orgId, targetId, trx);
+    const survivor = await this.contacts.getFull(orgId, targetId, trx);
+    await this.contacts.outbox?.record(trx, orgId, 'contact.merged', { contact: presentContact(survivor), sourceContactId: sourceId });
+    return survivor;
   }
 
   private async hasTickets(trx: Knex.Transaction): Promise<boolean> {

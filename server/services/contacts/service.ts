@@ -14,6 +14,8 @@ import { afterCommit, normalizeEmail, normalizeFields, normalizePhone, normalize
 import { ContactMerger, type MergePreference } from './merge.js';
 import { ContactNotes } from './notes.js';
 import { applyFilters, applyTag, applyText, orderBy, type ContactFilter, type ContactSort } from './search.js';
+import type { Outbox } from '../webhooks/index.js';
+import { presentContact } from '../../presenters/contact.js';
 
 export interface IdentityInput {
   channel: string;
@@ -61,6 +63,9 @@ export class ContactService {
   readonly notes: ContactNotes;
   readonly conflicts: ContactConflicts;
   private readonly merger: ContactMerger;
+
+  /** Webhook events, written in the change's transaction. */
+  outbox: Outbox | null = null;
 
   constructor(private readonly deps: ContactServiceDeps) {
     this.attributes = new ContactAttributes(deps);
@@ -121,6 +126,7 @@ export class ContactService {
         .insertAndFetch({ organizationId: orgId, ...fields, tags: normalizeTags(input.tags ?? []), attributes })
         .catch(uniqueConflict);
       await this.addIdentities(orgId, row.id, input.identities ?? [], trx);
+      await this.outbox?.record(trx, orgId, 'contact.created', async () => ({ contact: presentContact(await this.getFull(orgId, row.id, trx)) }));
       return row;
     });
     return this.announce('contact.created', await this.getFull(orgId, contact.id));
@@ -136,6 +142,7 @@ export class ContactService {
       // A changed email is no longer a verified one.
       if (changes.email !== undefined && changes.email !== current.email) changes.emailVerifiedAt = null;
       await this.models.Contact.query(trx).patch(changes).findById(id).catch(uniqueConflict);
+      await this.outbox?.record(trx, orgId, 'contact.updated', async () => ({ contact: presentContact(await this.getFull(orgId, id, trx)) }));
     });
     return this.announce('contact.updated', await this.getFull(orgId, id));
   }

@@ -14,6 +14,8 @@ import type { IdempotencyKeys } from './idempotency.js';
 import type { TicketMailer } from './mail.js';
 import { contactIn, NO_REQUESTER, requesterOf, type Requester, type RequesterInput } from './requester.js';
 import { assertTransition, normalizeTags, statusPatch } from './rules.js';
+import type { Outbox } from '../webhooks/index.js';
+import { presentTicket } from '../../presenters/ticket.js';
 
 export type TicketActor = { type: 'agent'; orgId: string; userId: string } | { type: 'ai'; orgId: string };
 
@@ -65,7 +67,16 @@ export class Effects {
   }
 }
 
+/** The webhook event of each ticket action (internal notes and deletions are not announced outside). */
+const TICKET_WEBHOOK_EVENTS: Record<TicketAction, string | null> = {
+  created: 'ticket.created', updated: 'ticket.updated', status_changed: 'ticket.status_changed', assigned: 'ticket.updated', note_added: null,
+  replied: 'ticket.reply_sent', merged: 'ticket.merged', linked: 'ticket.updated', deleted: null,
+};
+
 export class TicketCore {
+  /** Webhook events, written in the change's transaction. */
+  outbox: Outbox | null = null;
+
   constructor(readonly deps: TicketDeps) {}
 
   get models(): Models {
@@ -75,7 +86,15 @@ export class TicketCore {
   /** Runs `work` in one transaction; announces and notifies after it committed, never before. */
   async run<T>(work: (trx: Knex.Transaction, fx: Effects) => Promise<T>): Promise<T> {
     const fx = new Effects();
-    const result = await this.deps.knex.transaction((trx) => work(trx, fx));
+    const result = await this.deps.knex.transaction(async (trx) => {
+      const value = await work(trx, fx);
+      // Webhook events join the transaction: none for a change that rolls back, none lost for one that commits.
+      for (const { action, ticket } of fx.changed) {
+        const type = TICKET_WEBHOOK_EVENTS[action];
+        if (type) await this.outbox?.record(trx, ticket.organizationId, type, () => ({ ticket: presentTicket(ticket) }));
+      }
+      return value;
+    });
     for (const { action, ticket } of fx.changed) this.deps.events.publish('ticket.updated', { action, ticket });
     for (const { ticket, by } of fx.assigned) {
       // Assigning a ticket to yourself needs no notification.

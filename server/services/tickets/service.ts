@@ -9,6 +9,7 @@ import { TicketCore, type NewTicket, type TicketActor, type TicketChanges, type 
 import { mergeTicket } from './merge.js';
 import { NO_REQUESTER, requesterOf, type Requester } from './requester.js';
 import { FINAL_STATUSES, numberQuery } from './rules.js';
+import type { Outbox } from '../webhooks/index.js';
 
 export interface TicketFilters {
   status?: TicketStatus[];
@@ -43,6 +44,11 @@ export class TicketService {
   readonly core: TicketCore;
   /** The internal AI service's ticket actions. */
   readonly ai: TicketAiService;
+
+  /** Webhook events, written in the change's transaction (ticket changes all run through the core). */
+  set outbox(outbox: Outbox | null) {
+    this.core.outbox = outbox;
+  }
 
   constructor(deps: TicketDeps) {
     this.core = new TicketCore(deps);

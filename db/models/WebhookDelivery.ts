@@ -1,0 +1,22 @@
+import { TenantModel } from '../BaseModel.js';
+
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export class WebhookDelivery extends TenantModel {
+  static override tableName = 'webhook_deliveries';
+  static override jsonAttributes = ['payload'];
+
+  declare webhookId: string;
+  /** X-Webhook-Id and the body's `id`: the same on every attempt and redelivery. */
+  declare eventId: string;
+  declare eventType: string;
+  declare payload: Record<string, unknown>;
+  declare messageId: string | null;
+  declare status: WebhookDeliveryStatus;
+  declare attempts: number;
+  declare responseStatus: number | null;
+  declare responseBody: string | null;
+  declare lastError: string | null;
+  declare durationMs: number | null;
+  declare deliveredAt: Date | null;
+}

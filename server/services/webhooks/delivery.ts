@@ -1,0 +1,206 @@
+// Sends one webhook delivery (a job of the shared queue): signs the body, posts it to the checked address, and
+// records the outcome. 2xx within the timeout succeeds; a timeout, a network error, 429 (Retry-After honoured) or
+// 5xx is retried at 1 m, 5 m, 30 m, 2 h, 6 h, 12 h, 24 h; any other answer is final. 410, or 50 failures in a
+// row, disables the hook and tells the organization's admins.
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Knex } from 'knex';
+import type { Models } from '../../../db/index.js';
+import type { Webhook } from '../../../db/models/Webhook.js';
+import type { WebhookDelivery } from '../../../db/models/WebhookDelivery.js';
+import { GiveUp, RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
+import type { Logger } from '../../logger.js';
+import type { WebhookResult } from '../../metrics.js';
+import { presentMessage } from '../../presenters/conversation.js';
+import { iso } from '../../presenters/time.js';
+import type { NotificationService } from '../notifications.js';
+import { TEST_EVENT } from './catalog.js';
+import { WEBHOOK_QUEUE, type WebhookService } from './service.js';
+import { signatureHeader } from './signing.js';
+import { pinnedLookup, resolveTarget, UnsafeTarget, type TargetPolicy } from './ssrf.js';
+
+export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600, 43200, 86400];
+export const DISABLE_AFTER_FAILURES = 50;
+const KEEP_RESPONSE_CHARS = 1024;
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export interface DeliveryDeps {
+  models: Models;
+  knex: Knex;
+  jobs: JobQueue;
+  webhooks: WebhookService;
+  notifications: NotificationService;
+  policy: TargetPolicy;
+  timeoutMs: number;
+  logger: Logger;
+  onResult?: (result: WebhookResult) => void;
+}
+
+/** Seconds from a Retry-After header (seconds or an HTTP date), bounded to a day; undefined when absent. */
+function retryAfterSeconds(value: string | string[] | undefined): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value;
+  if (!raw) return undefined;
+  const seconds = /^\d+$/.test(raw.trim()) ? Number(raw) : (Date.parse(raw) - Date.now()) / 1000;
+  return Number.isFinite(seconds) ? Math.min(Math.max(Math.ceil(seconds), 1), 86_400) : undefined;
+}
+
+export class WebhookDeliverer {
+  // Keep-alive per instance: a receiver taking many deliveries is not handshaken with each time.
+  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
+  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
+
+  constructor(private readonly deps: DeliveryDeps) {
+    deps.jobs.define<{ deliveryId: string }>({
+      queue: WEBHOOK_QUEUE,
+      retryDelaysSeconds: RETRY_DELAYS_SECONDS,
+      leaseSeconds: Math.ceil(deps.timeoutMs / 1000) + 30,
+      concurrency: 16,
+      handle: (job) => this.deliver(job),
+    });
+  }
+
+  close(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+
+  private async deliver(job: Job<{ deliveryId: string }>): Promise<void> {
+    const { models } = this.deps;
+    const delivery = await models.WebhookDelivery.query().findById(job.payload.deliveryId);
+    // Gone with its hook, or already settled by an earlier run of this job (runs are at least once).
+    if (!delivery || delivery.status !== 'pending') return;
+    const hook = await models.Webhook.forOrg(delivery.organizationId).findById(delivery.webhookId);
+    if (!hook) return;
+    if (!hook.enabled && delivery.eventType !== TEST_EVENT) {
+      await this.settle(delivery, { status: 'failed', lastError: 'The webhook is disabled' });
+      return;
+    }
+    const body = await this.bodyOf(delivery);
+    if (body === null) {
+      await this.settle(delivery, { status: 'failed', lastError: 'The message no longer exists' });
+      return;
+    }
+    const last = job.attempt > RETRY_DELAYS_SECONDS.length;
+    const started = Date.now();
+    let answer: Answer;
+    try {
+      // Checked again at every send (the name may point elsewhere now), before anything is signed.
+      const target = await resolveTarget(hook.url, this.deps.policy);
+      let signature: string;
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      try {
+        signature = signatureHeader(this.deps.webhooks.signingSecrets(hook), timestamp, body);
+      } catch {
+        throw new UnsafeTarget('The signing secret cannot be read (was the server secret changed?)');
+      }
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'SupportPlatform-Webhooks/1',
+        'x-webhook-id': delivery.eventId,
+        'x-webhook-timestamp': timestamp,
+        'x-webhook-signature': signature,
+      };
+      answer = await this.post(target.url, target.address, target.family, headers, body);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      // A target that turned private (or an unreadable secret) is no network hiccup: retrying will not fix it.
+      const final = err instanceof UnsafeTarget || last;
+      await this.failed(hook, delivery, { lastError: message, durationMs: Date.now() - started, final });
+      if (final) throw new GiveUp(message);
+      throw new RetryLater(message);
+    }
+    const durationMs = Date.now() - started;
+    const recorded = { responseStatus: answer.status, responseBody: answer.body.slice(0, KEEP_RESPONSE_CHARS), durationMs };
+    if (answer.status >= 200 && answer.status < 300) {
+      await this.settle(delivery, { status: 'succeeded', deliveredAt: new Date(), lastError: null, ...recorded });
+      await models.Webhook.query().patch({ consecutiveFailures: 0 }).where('id', hook.id).where('consecutiveFailures', '>', 0);
+      this.deps.onResult?.('succeeded');
+      return;
+    }
+    const retryable = answer.status === 429 || answer.status >= 500;
+    const final = !retryable || last;
+    await this.failed(hook, delivery, { lastError: `HTTP ${answer.status}`, ...recorded, final, gone: answer.status === 410 });
+    if (final) throw new GiveUp(`HTTP ${answer.status}`);
+    throw new RetryLater(`HTTP ${answer.status}`, answer.status === 429 ? retryAfterSeconds(answer.headers['retry-after']) : undefined);
+  }
+
+  /** The JSON body: `{id, type, organizationId, createdAt, data}`; null when its message is gone. */
+  private async bodyOf(delivery: WebhookDelivery): Promise<string | null> {
+    let data = delivery.payload;
+    if (delivery.messageId) {
+      const message = await this.deps.models.Message.forOrg(delivery.organizationId).findById(delivery.messageId);
+      if (!message) return null;
+      data = { ...data, conversationId: message.conversationId, message: presentMessage(message) };
+    }
+    return JSON.stringify({ id: delivery.eventId, type: delivery.eventType, organizationId: delivery.organizationId, createdAt: iso(delivery.createdAt), data });
+  }
+
+  private post(url: URL, address: string, family: 4 | 6, headers: Record<string, string>, body: string): Promise<Answer> {
+    const https = url.protocol === 'https:';
+    return new Promise((resolve, reject) => {
+      const req = (https ? httpsRequest : httpRequest)(url, {
+        method: 'POST',
+        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        lookup: pinnedLookup(address, family),
+        agent: https ? this.httpsAgent : this.httpAgent,
+      });
+      // The whole exchange, answer included, must fit in the timeout.
+      const timer = setTimeout(() => req.destroy(new Error(`No answer within ${this.deps.timeoutMs} ms`)), this.deps.timeoutMs);
+      req.on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          if (text.length < KEEP_RESPONSE_CHARS) text += chunk;
+        });
+        res.on('end', () => {
+          clearTimeout(timer);
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text });
+        });
+        res.on('error', (err) => {
+          clearTimeout(timer);
+          reject(err);
+        });
+      });
+      req.on('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      req.end(body);
+    });
+  }
+
+  private async settle(delivery: WebhookDelivery, patch: Partial<WebhookDelivery>): Promise<void> {
+    await this.deps.models.WebhookDelivery.query().patch({ ...patch, attempts: delivery.attempts + 1 }).where('id', delivery.id);
+    if (patch.status === 'failed') this.deps.onResult?.('failed');
+  }
+
+  /** Records a failed attempt, counts it against the hook, and disables the hook on 410 or too many failures. */
+  private async failed(hook: Webhook, delivery: WebhookDelivery, f: { lastError: string; responseStatus?: number; responseBody?: string; durationMs: number; final: boolean; gone?: boolean }): Promise<void> {
+    const { final, gone, ...recorded } = f;
+    await this.deps.models.WebhookDelivery.query().patch({ ...recorded, status: final ? 'failed' : 'pending', attempts: delivery.attempts + 1 }).where('id', delivery.id);
+    this.deps.onResult?.(final ? 'failed' : 'retry');
+    const [counted] = (await this.deps.knex('webhooks').where('id', hook.id).increment('consecutive_failures', 1).returning(['consecutive_failures'])) as { consecutiveFailures: number }[];
+    const reason = gone ? 'The receiver answered 410 Gone' : (counted?.consecutiveFailures ?? 0) >= DISABLE_AFTER_FAILURES ? `${DISABLE_AFTER_FAILURES} deliveries failed in a row` : null;
+    if (reason) await this.disable(hook, reason);
+  }
+
+  private async disable(hook: Webhook, reason: string): Promise<void> {
+    // Only the run that turns it off tells the admins, however many deliveries fail at once.
+    const turnedOff = await this.deps.models.Webhook.query().patch({ enabled: false, disabledReason: reason }).where('id', hook.id).where('enabled', true);
+    if (!turnedOff) return;
+    this.deps.webhooks.forget(hook.organizationId);
+    this.deps.logger.warn({ webhookId: hook.id, organizationId: hook.organizationId, reason }, 'webhook disabled');
+    const admins = await this.deps.models.Membership.forOrg(hook.organizationId).whereIn('role', ['admin', 'owner']).where('status', 'accepted').whereNotNull('userId').select('userId');
+    await this.deps.notifications.notify(hook.organizationId, admins.map((m) => m.userId!), {
+      type: 'webhook_disabled',
+      title: 'A webhook was disabled',
+      body: `${hook.url}: ${reason}. Fix the receiver, then enable the webhook again.`,
+      data: { webhookId: hook.id, url: hook.url, reason },
+    });
+  }
+}

@@ -1,0 +1,12 @@
+// The outbox port services call inside their transactions; the webhook service implements it.
+import type { Knex } from 'knex';
+
+/** The event's `data`, or a function building it (run only when some subscription wants the event). */
+export type EventData = Record<string, unknown> | (() => Promise<Record<string, unknown>> | Record<string, unknown>);
+
+export interface Outbox {
+  /** Writes a delivery (and its job) per enabled subscription wanting `type`, in the caller's transaction. */
+  record(trx: Knex.Transaction, orgId: string, type: string, data: EventData, opts?: { messageId?: string }): Promise<void>;
+  /** Whether any of these organizations may want message.created (cached; for the batched message path). */
+  wantsMessages(orgIds: string[]): Promise<boolean>;
+}

@@ -1,0 +1,2 @@
+/** The job queue webhook deliveries run on. */
+export const WEBHOOK_QUEUE = 'webhook-delivery';

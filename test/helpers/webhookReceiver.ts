@@ -1,0 +1,73 @@
+// A local HTTP server that receives webhook deliveries for tests: records each request and answers as planned.
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+  json: any;
+}
+
+export interface Answer {
+  status: number;
+  delayMs?: number;
+  headers?: Record<string, string>;
+}
+
+export interface WebhookReceiver {
+  url: string;
+  received: Received[];
+  /** Answers for the next requests, in order; afterwards 200. */
+  plan(...answers: Answer[]): void;
+  /** Resolves once `count` requests matching `filter` arrived. */
+  waitFor(count: number, filter?: (r: Received) => boolean, timeoutMs?: number): Promise<Received[]>;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(): Promise<WebhookReceiver> {
+  const received: Received[] = [];
+  let answers: Answer[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      let json: unknown = null;
+      try {
+        json = JSON.parse(body);
+      } catch {
+        /* kept as text */
+      }
+      const answer = answers.shift() ?? { status: 200 };
+      const respond = () => {
+        received.push({ headers: req.headers, body, json });
+        if (!res.destroyed) res.writeHead(answer.status, answer.headers).end('ok');
+      };
+      if (answer.delayMs) setTimeout(respond, answer.delayMs);
+      else respond();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    received,
+    plan: (...a) => {
+      answers = a;
+    },
+    async waitFor(count, filter = () => true, timeoutMs = 5000) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const matching = received.filter(filter);
+        if (matching.length >= count) return matching;
+        if (Date.now() > until) throw new Error(`received ${matching.length} of ${count} webhook deliveries`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

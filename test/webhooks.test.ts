@@ -1,0 +1,252 @@
+// Outbound webhooks: subscriptions, signed deliveries (checked here with node:crypto, not the server's code),
+// retries after a 500 and a timeout, nothing for a rolled-back change, 410 disabling the hook, rotation, redelivery,
+// target checks, and deliveries surviving a restart.
+import { createHmac } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
+import { newVisitor, startConversation } from './helpers/live.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { expectError } from './helpers/tenancy.js';
+import { startReceiver, type Received, type WebhookReceiver } from './helpers/webhookReceiver.js';
+
+const QUEUE = 'webhook-delivery';
+
+/** The receiver's check, written independently of the server: any `v1=` HMAC-SHA256(secret, `ts.body`) matches. */
+function verify(r: Received, secret: string): boolean {
+  const ts = String(r.headers['x-webhook-timestamp']);
+  const expected = createHmac('sha256', secret).update(`${ts}.${r.body}`).digest('hex');
+  return String(r.headers['x-webhook-signature'])
+    .split(',')
+    .some((part) => part.trim() === `v1=${expected}`);
+}
+
+async function createHook(owner: SignedUp, url: string, events: string[]): Promise<{ id: string; secret: string }> {
+  const res = await owner.api.post('/webhooks', { url, events }, { token: owner.accessToken });
+  expect(res.status, JSON.stringify(res.body)).to.equal(201);
+  return { id: res.body.data.webhook.id, secret: res.body.data.secret };
+}
+
+/** Makes every waiting delivery due now and runs them (no waiting minutes for a retry). */
+async function runDue(server: TestServer): Promise<void> {
+  await server.server.db.knex('jobs').where({ queue: QUEUE, status: 'pending' }).update({ run_at: new Date(Date.now() - 1000) });
+  await server.server.jobs.drain(QUEUE);
+}
+
+/** Polls until `check` passes: the queue's own poller may be running the job that drain found taken. */
+async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (check(value)) return value;
+    if (Date.now() > end) throw new Error(`still not there: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const ofType = (type: string) => (r: Received) => r.json?.type === type;
+
+describe('webhooks', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let receiver: WebhookReceiver;
+
+  before(async () => {
+    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '300' });
+    receiver = await startReceiver();
+  });
+  after(async () => {
+    await server?.stop();
+    await receiver?.close();
+  });
+  beforeEach(() => {
+    receiver.received.length = 0;
+    receiver.plan();
+  });
+
+  it('creates, lists, updates and deletes hooks; the secret is shown once; at most 20', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner, receiver.url, ['contact.*']);
+    expect(hook.secret).to.match(/^whsec_/);
+    const got = await owner.api.get(`/webhooks/${hook.id}`, t);
+    expect(got.body.data).to.include({ url: receiver.url, enabled: true, consecutiveFailures: 0 });
+    expect(JSON.stringify(got.body)).not.to.include(hook.secret);
+    const patched = await owner.api.patch(`/webhooks/${hook.id}`, { events: ['ticket.created'] }, t);
+    expect(patched.body.data.events).to.deep.equal(['ticket.created']);
+    expectError(await owner.api.post('/webhooks', { url: receiver.url, events: ['nope.created'] }, t), 400, 'validation_failed');
+    for (let i = 1; i < 20; i++) await createHook(owner, `${receiver.url}?n=${i}`, ['ticket.created']);
+    expectError(await owner.api.post('/webhooks', { url: receiver.url, events: ['*'] }, t), 409, 'conflict');
+    expect((await owner.api.get('/webhooks', t)).body.data).to.have.length(20);
+    expect((await owner.api.delete(`/webhooks/${hook.id}`, t)).status).to.equal(200);
+    expectError(await owner.api.get(`/webhooks/${hook.id}`, t), 404, 'not_found');
+  });
+
+  it('delivers signed events: a new conversation and its public messages, never internal notes', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, receiver.url, ['conversation.created', 'message.created']);
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'first words');
+    // The next visitor message and the agent's reply go through the batched path; the note is private.
+    await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'internal only', private: true }, { token: owner.accessToken });
+    await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'agent reply' }, { token: owner.accessToken });
+    await server.server.jobs.drain(QUEUE);
+    const messages = await receiver.waitFor(2, ofType('message.created'));
+    await receiver.waitFor(1, ofType('conversation.created'));
+    expect(messages.map((m) => m.json.data.message.content).sort()).to.deep.equal(['agent reply', 'first words']);
+    for (const r of receiver.received) {
+      expect(verify(r, hook.secret), 'signature').to.equal(true);
+      expect(r.json).to.have.all.keys('id', 'type', 'organizationId', 'createdAt', 'data');
+      expect(r.json.organizationId).to.equal(owner.orgId);
+      expect(r.headers['x-webhook-id']).to.equal(r.json.id);
+    }
+    expect(verify(messages[0]!, 'whsec_wrong')).to.equal(false);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(receiver.received.some((r) => JSON.stringify(r.json).includes('internal only'))).to.equal(false);
+  });
+
+  it('retries after a 500 and after a timeout with the same X-Webhook-Id, then succeeds', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, receiver.url, ['contact.created']);
+    receiver.plan({ status: 500 }, { status: 200, delayMs: 1000 }, { status: 200 });
+    await owner.api.post('/contacts', { name: 'Retry Me', email: uniqueEmail('retry') }, { token: owner.accessToken });
+    await server.server.jobs.drain(QUEUE);
+    await receiver.waitFor(1);
+    const list = async () => (await owner.api.get(`/webhooks/${hook.id}/deliveries`, { token: owner.accessToken })).body.data;
+    let [delivery] = await until(list, (d) => d[0]?.attempts === 1);
+    expect(delivery).to.include({ status: 'pending', attempts: 1, responseStatus: 500 });
+    await runDue(server); // answered after the 300 ms timeout: a retry
+    [delivery] = await until(list, (d) => d[0]?.attempts === 2);
+    expect(delivery).to.include({ status: 'pending', attempts: 2 });
+    expect(delivery.lastError).to.match(/within 300 ms/);
+    await runDue(server);
+    [delivery] = await until(list, (d) => d[0]?.attempts === 3);
+    expect(delivery).to.include({ status: 'succeeded', attempts: 3, responseStatus: 200 });
+    const all = await receiver.waitFor(3);
+    expect(new Set(all.map((r) => r.headers['x-webhook-id'])).size).to.equal(1);
+    expect((await owner.api.get(`/webhooks/${hook.id}`, { token: owner.accessToken })).body.data.consecutiveFailures).to.equal(0);
+  });
+
+  it('sends nothing for a change that rolled back', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, receiver.url, ['contact.created']);
+    const email = uniqueEmail('once');
+    expect((await owner.api.post('/contacts', { name: 'Once', email }, { token: owner.accessToken })).status).to.equal(201);
+    // Same email: the insert fails and the transaction, delivery row included, rolls back.
+    expectError(await owner.api.post('/contacts', { name: 'Twice', email }, { token: owner.accessToken }), 409, 'conflict');
+    await server.server.jobs.drain(QUEUE);
+    const rows = await server.server.db.knex('webhook_deliveries').where({ webhook_id: hook.id });
+    expect(rows).to.have.length(1);
+    await receiver.waitFor(1);
+    expect(receiver.received.map((r) => r.json.data.contact.name)).to.deep.equal(['Once']);
+  });
+
+  it('disables the hook after a 410 and notifies the admins', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, receiver.url, ['contact.created']);
+    receiver.plan({ status: 410 });
+    await owner.api.post('/contacts', { name: 'Gone', email: uniqueEmail('gone') }, { token: owner.accessToken });
+    await server.server.jobs.drain(QUEUE);
+    const t = { token: owner.accessToken };
+    const got = await until(async () => (await owner.api.get(`/webhooks/${hook.id}`, t)).body.data, (h) => h.enabled === false);
+    expect(got.enabled).to.equal(false);
+    expect(got.disabledReason).to.match(/410/);
+    const [delivery] = (await owner.api.get(`/webhooks/${hook.id}/deliveries?status=failed`, t)).body.data;
+    expect(delivery).to.include({ status: 'failed', responseStatus: 410 });
+    const notes = await until(async () => (await owner.api.get('/notifications', t)).body.data, (n) => n.length > 0);
+    expect(notes.map((n: any) => n.type)).to.include('webhook_disabled');
+    // Disabled: later events are not recorded for it.
+    await owner.api.post('/contacts', { name: 'Later', email: uniqueEmail('later') }, t);
+    expect(await server.server.db.knex('webhook_deliveries').where({ webhook_id: hook.id })).to.have.length(1);
+  });
+
+  it('rotates the secret (both sign for a day), tests and redelivers with the same event id', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner, receiver.url, ['ticket.created']);
+    const rotated = await owner.api.post(`/webhooks/${hook.id}/rotate-secret`, undefined, t);
+    expect(rotated.status).to.equal(200);
+    const fresh = rotated.body.data.secret as string;
+    expect(fresh).not.to.equal(hook.secret);
+    const test = await owner.api.post(`/webhooks/${hook.id}/test`, undefined, t);
+    expect(test.status).to.equal(202);
+    await server.server.jobs.drain(QUEUE);
+    const [r] = await receiver.waitFor(1, ofType('webhook.test'));
+    expect(String(r!.headers['x-webhook-signature']).split(',')).to.have.length(2);
+    expect(verify(r!, fresh)).to.equal(true);
+    expect(verify(r!, hook.secret)).to.equal(true);
+    const again = await owner.api.post(`/webhooks/${hook.id}/deliveries/${test.body.data.id}/redeliver`, undefined, t);
+    expect(again.status).to.equal(202);
+    await server.server.jobs.drain(QUEUE);
+    const both = await receiver.waitFor(2, ofType('webhook.test'));
+    expect(both[1]!.headers['x-webhook-id']).to.equal(both[0]!.headers['x-webhook-id']);
+    await until(async () => (await owner.api.get(`/webhooks/${hook.id}/deliveries/${again.body.data.id}`, t)).body.data.status, (st) => st === 'succeeded');
+  });
+});
+
+describe('webhooks: private targets refused by default', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server?.stop());
+
+  it('refuses http and loopback, private or link-local targets at save', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    for (const url of ['http://example.com/hook', 'https://127.0.0.1/hook', 'https://localhost/hook', 'https://10.1.2.3/x', 'https://169.254.169.254/latest', 'https://[::1]/x', 'https://0.0.0.0/']) {
+      expectError(await owner.api.post('/webhooks', { url, events: ['*'] }, t), 400, 'validation_failed');
+    }
+  });
+
+  it('refuses a loopback target at send too (a hook saved while allowed)', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const receiver = await startReceiver();
+    try {
+      const [hook] = await server.server.db.knex('webhooks')
+        .insert({ organization_id: owner.orgId, url: receiver.url, events: JSON.stringify(['contact.created']), secret_encrypted: 'v1.x.y.z' })
+        .returning('id');
+      await owner.api.post('/contacts', { name: 'Private', email: uniqueEmail('private') }, { token: owner.accessToken });
+      await server.server.jobs.drain(QUEUE);
+      const [delivery] = await until(() => server.server.db.knex('webhook_deliveries').where({ webhook_id: (hook as { id: string }).id }), (rows) => rows[0]?.status === 'failed');
+      expect(delivery.lastError).to.match(/https URL|private, loopback/);
+      expect(receiver.received).to.have.length(0);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
+describe('webhooks: deliveries survive a restart', function () {
+  this.timeout(120_000);
+  it('delivers what was pending when the server stopped, after it starts again on the same data', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'support-webhooks-'));
+    const receiver = await startReceiver();
+    const env = { WEBHOOKS_ALLOW_PRIVATE: 'true', DATA_DIR: dataDir };
+    let first: TestServer | null = await startTestServer(env);
+    let second: TestServer | null = null;
+    try {
+      const owner = await signUp(first.server, first.baseUrl);
+      const hook = await createHook(owner, receiver.url, ['contact.created']);
+      receiver.plan({ status: 503 });
+      await owner.api.post('/contacts', { name: 'Survivor', email: uniqueEmail('survivor') }, { token: owner.accessToken });
+      await first.server.jobs.drain(QUEUE);
+      await receiver.waitFor(1);
+      await first.server.stop();
+      first = null;
+      second = await startTestServer(env);
+      await runDue(second);
+      const delivered = await receiver.waitFor(2);
+      expect(verify(delivered[1]!, hook.secret)).to.equal(true);
+      expect(delivered[1]!.json.data.contact.name).to.equal('Survivor');
+      await until(() => second!.server.db.knex('webhook_deliveries').where({ webhook_id: hook.id }), (rows) => rows[0]?.status === 'succeeded');
+    } finally {
+      if (first) await first.server.stop();
+      await second?.stop();
+      await receiver.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
