@@ -1,6 +1,7 @@
 // Runs StrykerJS for one module with the test files that cover it (the rest of the options: stryker.config.mjs).
 //   npm run test:mutation -- --mutate server/auth/tokens.ts --testFiles test/auth-tokens.test.ts,test/auth.test.ts
-// --mutate and --testFiles take comma-separated lists and may repeat; --concurrency and --timeoutMS pass through.
+// --mutate and --testFiles take comma-separated lists and may repeat (a module may be narrowed to lines:
+// server/auth/tokens.ts:37-88); --concurrency and --timeoutMS pass through; --reportDir (default reports/mutation).
 import { Stryker } from '@stryker-mutator/core';
 
 type Options = NonNullable<ConstructorParameters<typeof Stryker>[0]>;
@@ -11,6 +12,7 @@ interface Args {
   testFiles: string[];
   concurrency?: number;
   timeoutMS?: number;
+  reportDir?: string;
 }
 
 function parse(argv: string[]): Args {
@@ -27,7 +29,8 @@ function parse(argv: string[]): Args {
     else if (flag === '--testFiles' || flag === '--tests' || flag === '-t') args.testFiles.push(...list());
     else if (flag === '--concurrency' || flag === '-c') args.concurrency = Number(value());
     else if (flag === '--timeoutMS') args.timeoutMS = Number(value());
-    else throw new Error(`unknown option ${flag} (known: --mutate, --testFiles, --concurrency, --timeoutMS)`);
+    else if (flag === '--reportDir') args.reportDir = value();
+    else throw new Error(`unknown option ${flag} (known: --mutate, --testFiles, --concurrency, --timeoutMS, --reportDir)`);
   }
   if (args.mutate.length === 0) throw new Error('name the module to mutate: --mutate server/auth/tokens.ts');
   if (args.testFiles.length === 0) throw new Error('name the tests that cover it: --testFiles test/auth-tokens.test.ts');
@@ -48,11 +51,20 @@ const quoted = args.testFiles.map((f) => `'${f.replaceAll("'", "'\\''")}'`).join
 const stryker = new Stryker({
   ...config,
   mutate: args.mutate,
-  commandRunner: { command: `node_modules/.bin/mocha --bail ${quoted}` },
+  // A test server that is merely slow to start on a loaded machine must not count as a killed mutant.
+  commandRunner: { command: `TEST_SERVER_START_TIMEOUT_MS=\${TEST_SERVER_START_TIMEOUT_MS:-180000} node_modules/.bin/mocha --bail ${quoted}` },
   ...(args.concurrency ? { concurrency: args.concurrency } : {}),
   ...(args.timeoutMS ? { timeoutMS: args.timeoutMS } : {}),
+  // Two runs at once need their own reports and sandboxes.
+  ...(args.reportDir
+    ? {
+        htmlReporter: { fileName: `${args.reportDir}/index.html` },
+        jsonReporter: { fileName: `${args.reportDir}/mutation.json` },
+        tempDirName: `.stryker-tmp/${args.reportDir.replaceAll(/[^\w.-]/g, '_')}`,
+      }
+    : {}),
 });
 const results = await stryker.runMutationTest();
 const counts: Record<string, number> = {};
 for (const r of results) counts[r.status] = (counts[r.status] ?? 0) + 1;
-console.log(`mutants by status: ${JSON.stringify(counts)}; report: reports/mutation/index.html`);
+console.log(`mutants by status: ${JSON.stringify(counts)}; report: ${args.reportDir ?? 'reports/mutation'}/index.html`);

@@ -10,7 +10,8 @@ export function sharedServer(): TestServer {
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
-    this.timeout(60_000);
+    // A busy machine (mutation testing runs many servers in a row) may set a longer start deadline.
+    this.timeout(Number(process.env.TEST_SERVER_START_TIMEOUT_MS) || 60_000);
     shared = await startTestServer();
   },
   async afterAll() {
