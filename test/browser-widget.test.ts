@@ -118,6 +118,14 @@ describe('browser: the widget, the hosted pages and the API reference (Chromium)
     expect(await page.locator('[data-support-widget] .typing').textContent()).to.equal('');
     await shot(page, '2-widget-agent-reply');
 
+    // The server drops the visitor's socket (an instance stopping): the widget reconnects and catches up with sync.
+    const { server } = sharedServer();
+    const visitors = (await server.realtime.io.of(`/orgs/${owner.orgId}`).fetchSockets()).filter((s) => s.data.visitor);
+    expect(visitors).to.have.length(1);
+    visitors[0]!.disconnect(true);
+    await new Promise((resolve) => agent.emit('send_message', { conversationId, content: 'Sent while you were away.', clientMessageId: randomUUID() }, resolve));
+    await page.locator('[data-support-widget] .msg.agent', { hasText: 'Sent while you were away.' }).waitFor();
+
     // A reload keeps the session and the conversation.
     await page.reload();
     await page.locator('[data-support-widget] .launcher').click();
@@ -177,7 +185,7 @@ describe('browser: the widget, the hosted pages and the API reference (Chromium)
     await page.close();
   });
 
-  it('the accept-invite page creates the account and joins the organization', async () => {
+  it('the accept-invite page creates the account and joins the organization, or joins with an existing account', async () => {
     const { server, baseUrl } = sharedServer();
     const email = uniqueEmail('invitee');
     expectApiSuccess(await owner.api.post(`/memberships/organizations/${owner.orgId}/members/invite`, { email, role: 'agent' }, { token: owner.accessToken }), 201);
@@ -192,6 +200,18 @@ describe('browser: the widget, the hosted pages and the API reference (Chromium)
     await page.locator('#result', { hasText: 'You joined Acme Shop as agent' }).waitFor();
     await shot(page, '6-accept-invite');
     expectApiSuccess(await new Api(baseUrl).post('/auth/login', { email, password: 'invitee password 1' }), 200);
+
+    // Invited again elsewhere, the person now has an account: the page asks only for its password.
+    const other = await signUp(server, baseUrl, { organizationName: 'Beta Co' });
+    expectApiSuccess(await other.api.post(`/memberships/organizations/${other.orgId}/members/invite`, { email, role: 'admin' }, { token: other.accessToken }), 201);
+    const second = await latestMail(server, email, 'invitation');
+    await page.goto(`${baseUrl}/accept-invite?token=${encodeURIComponent(linkTokenIn(second!.textBody))}`);
+    await page.locator('h1', { hasText: 'Join Beta Co' }).waitFor();
+    expect(await page.locator('#name').count()).to.equal(0);
+    await page.fill('#password', 'invitee password 1');
+    await page.click('button[type=submit]');
+    await page.locator('#result', { hasText: 'You joined Beta Co as admin' }).waitFor();
+    await shot(page, '6b-accept-invite-existing-account');
     await page.close();
   });
 

@@ -278,6 +278,11 @@
         // An expired or unknown session: a fresh token (same sessionId), then Socket.IO's own retry.
         if (err && err.message === 'unauthorized') ensureToken(true).then(function () { socket.connect(); }, function () {});
       });
+      // Socket.IO reconnects by itself after a network loss, not when the server closed the socket (an instance
+      // stopping, a token expiring): then connect again, with a fresh token when needed; `connect` syncs.
+      socket.on('disconnect', function (reason) {
+        if (reason === 'io server disconnect') setTimeout(function () { ensureToken(false).then(function () { socket.connect(); }, function () {}); }, 500);
+      });
       socket.on('session_expired', function () { ensureToken(true).then(function () { socket.connect(); }, function () {}); });
       socket.on('new_message', function (p) {
         if (!state.conversationId) { state.conversationId = p.conversationId; save(); }
