@@ -39,13 +39,15 @@ import { ApiKey } from './models/ApiKey.js';
 import { Webhook } from './models/Webhook.js';
 import { WebhookDelivery } from './models/WebhookDelivery.js';
 import { StorageObject } from './models/StorageObject.js';
+import { KnowledgeSource } from './models/KnowledgeSource.js';
+import { UnansweredQuestion } from './models/UnansweredQuestion.js';
 
 const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
 const { knexSnakeCaseMappers } = objection;
 
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
-const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun, Ticket, TicketEvent, TicketMail, IdempotencyKey, ContactIdentity, ContactNote, ContactAttributeDefinition, ContactConflict, ContactMerge, StorageObject, ApiKey, Webhook, WebhookDelivery };
+const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun, Ticket, TicketEvent, TicketMail, IdempotencyKey, ContactIdentity, ContactNote, ContactAttributeDefinition, ContactConflict, ContactMerge, StorageObject, KnowledgeSource, UnansweredQuestion, ApiKey, Webhook, WebhookDelivery };
 export type Models = typeof MODELS;
 
 export interface DatabaseOptions {

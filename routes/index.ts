@@ -19,6 +19,8 @@ import { RouteRegistry } from './registry.js';
 import type { RouteServices } from './services.js';
 import { widgetRoutes } from './widget.js';
 import { storageRoutes } from './storage.js';
+import { knowledgeRoutes } from './knowledge.js';
+import { knowledgeAiRoutes } from './knowledgeAi.js';
 import { apiKeyRoutes } from './apiKeys.js';
 import { webhookRoutes } from './webhooks.js';
 import { emailRoutes } from './email.js';
@@ -41,6 +43,9 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...ticketAiRoutes(services),
     ...ticketRoutes(services),
     ...storageRoutes(services),
+    // The AI service's /knowledge/ai paths before /knowledge/:documentId.
+    ...knowledgeAiRoutes(services),
+    ...knowledgeRoutes(services),
     ...apiKeyRoutes(services),
     ...webhookRoutes(services),
     ...emailRoutes(services),

@@ -23,6 +23,7 @@ import type { ObservabilityService } from '../server/services/observability.js';
 import type { TemplateService } from '../server/services/templates.js';
 import type { TicketService } from '../server/services/tickets/index.js';
 import type { MessageAttachments, StorageService } from '../server/storage/index.js';
+import type { AssistService, KnowledgeService, UnansweredQuestions } from '../server/services/knowledge/index.js';
 import type { ApiKeyService } from '../server/services/apiKeys/index.js';
 import type { WebhookService } from '../server/services/webhooks/index.js';
 import type { EmailIdentityService } from '../server/services/email/index.js';
@@ -48,6 +49,9 @@ export interface RouteServices {
   tickets: TicketService;
   storage: StorageService;
   attachments: MessageAttachments;
+  knowledge: KnowledgeService;
+  unanswered: UnansweredQuestions;
+  assist: AssistService;
   apiKeys: ApiKeyService;
   webhooks: WebhookService;
   analytics: AnalyticsService;

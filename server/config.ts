@@ -46,6 +46,10 @@ export interface Config {
   metrics: { token: string | null; port: number | null };
   /** Outbound webhooks: private targets allowed (development only) and the per-delivery timeout. */
   webhooks: { allowPrivate: boolean; timeoutMs: number };
+  /** Knowledge indexing jobs run at once per instance; URL sources may reach private addresses only when allowed (tests). */
+  knowledge: { workers: number; fetchAllowPrivate: boolean };
+  /** The internal AI service's assist endpoint (POST, x-ai-tool-secret); unset: assist answers from local search only. */
+  aiAssistUrl: string | null;
   storage: {
     driver: StorageDriver;
     s3: { endpoint: string | null; region: string; bucket: string | null; accessKeyId: string | null; secretAccessKey: string | null; forcePathStyle: boolean };
@@ -208,9 +212,12 @@ export function loadConfig(env: Env = process.env): Config {
     apiKeyRateLimitPerMinute: int('API_KEY_RATE_LIMIT', 600, 1, 1_000_000),
     metrics: { token: str('METRICS_TOKEN'), port: str('METRICS_PORT') === null ? null : int('METRICS_PORT', 0, 0, 65535) },
     webhooks: { allowPrivate: bool('WEBHOOKS_ALLOW_PRIVATE', false), timeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 50, 60_000) },
+    knowledge: { workers: int('KNOWLEDGE_WORKERS', 2, 1, 32), fetchAllowPrivate: bool('KNOWLEDGE_FETCH_ALLOW_PRIVATE', false) },
+    aiAssistUrl: url('AI_ASSIST_URL', ['http:', 'https:']),
   };
   const metricsToken = config.metrics.token;
   if (metricsToken !== null && metricsToken.length < 16) problems.push('METRICS_TOKEN must be at least 16 characters');
+  if (config.knowledge.fetchAllowPrivate && nodeEnv === 'production') problems.push('KNOWLEDGE_FETCH_ALLOW_PRIVATE=true is refused when NODE_ENV=production (it lets URL sources reach internal addresses)');
   if (config.webhooks.allowPrivate && nodeEnv === 'production') problems.push('WEBHOOKS_ALLOW_PRIVATE=true is refused when NODE_ENV=production (it lets webhooks reach internal addresses)');
 
   if (problems.length > 0) throw new ConfigError(problems);

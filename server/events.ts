@@ -34,6 +34,10 @@ export interface DomainEvents {
   'contact.merged': { contact: Contact; sourceContactId: string };
   /** An automatic source proposed a value that differs from a recorded one, or a likely duplicate. */
   'contact.conflict_created': { conflict: ContactConflict };
+  /** A knowledge source moved on while (re)indexing: agents see its progress. */
+  'knowledge.progress': { organizationId: string; documentId: string; status: string; chunksDone: number; chunksTotal: number };
+  /** The AI recorded a question it could not answer (new, or asked in another conversation). */
+  'knowledge.unanswered': { organizationId: string; question: { id: string; question: string; occurrences: number; status: string } };
   /** An agent's effective status changed (first socket, last socket, or an explicit choice). */
   'presence.changed': { organizationId: string; userId: string; status: string };
 }

@@ -17,6 +17,8 @@ import { DomainEventBus } from './events.js';
 import { createLogger, type Logger } from './logger.js';
 import { JobQueue } from './jobs/index.js';
 import { createStorageDriver, MessageAttachments, StorageService } from './storage/index.js';
+import { defineStorageSweep } from './storage/sweep.js';
+import { AssistService, KnowledgeIndexer, KnowledgeService, UnansweredQuestions } from './services/knowledge/index.js';
 import { Mailer } from './mail/index.js';
 import { RateLimits } from './ratelimit.js';
 import { Readiness } from './readiness.js';
@@ -92,7 +94,14 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   // Two batches in flight: one being written while the next fills. More only adds PostgreSQL backends contending for
   // the same cores and makes each batch smaller (more statements and commits per message).
   const storageDriver = createStorageDriver(config);
-  const storage = new StorageService({ models: db.models, knex: db.knex, driver: storageDriver, organizations });
+  // A knowledge source's file stays while the source does.
+  const referencedBy = async (trx: typeof db.knex, objectId: string) => !!(await trx('knowledge_sources').where({ objectId }).first('id'));
+  const storage = new StorageService({ models: db.models, knex: db.knex, driver: storageDriver, organizations, referencedBy });
+  const storageSweep = defineStorageSweep(jobs, storage, logger);
+  const indexer = new KnowledgeIndexer({ models: db.models, knex: db.knex, driver: storageDriver, events, logger, jobs, workers: config.knowledge.workers, allowPrivate: config.knowledge.fetchAllowPrivate });
+  const knowledge = new KnowledgeService({ models: db.models, knex: db.knex, storage, organizations, indexer, allowPrivate: config.knowledge.fetchAllowPrivate });
+  const unanswered = new UnansweredQuestions({ models: db.models, knex: db.knex, events, knowledge });
+  const assist = new AssistService({ models: db.models, knex: db.knex, logger, aiAssistUrl: config.aiAssistUrl, aiToolSecret: config.aiToolSecret });
   const attachments = new MessageAttachments({ models: db.models, driver: storageDriver });
   const messages = new MessageService({ models: db.models, knex: db.knex, statement: db.statement, events, batching: { concurrency: db.embedded ? 1 : 2, maxBatch: 200 }, attachments });
   const contacts = new ContactService({ models: db.models, knex: db.knex, events, notifications });
@@ -150,6 +159,9 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     tickets,
     storage,
     attachments,
+    knowledge,
+    unanswered,
+    assist,
     analytics,
     email,
     apiKeys,
@@ -168,7 +180,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   let retention: NodeJS.Timeout | null = null;
   let metricsListener: { port: number; close(): Promise<void> } | null = null;
   const membershipCheck = new MembershipCheck(db.models, events);
-  const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, actors, presence, widget, messages, conversations, agents, membershipCheck });
+  const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, actors, presence, widget, messages, conversations, agents, membershipCheck, assist });
 
   return {
     config,
@@ -195,6 +207,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
       }
       mailer.start();
       jobs.start();
+      storageSweep.start();
       analytics.rollup.start();
       // Old AI-call events and the bodies of old delivered mail are pruned at start and then hourly, on every
       // instance (both are idempotent).
@@ -231,6 +244,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
       http.closeIdleConnections();
       await closing;
       await presence.close();
+      storageSweep.stop();
       await jobs.stop();
       webhookDeliverer.close();
       await mailer.stop();

@@ -84,6 +84,13 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
     deps.events.on('contact.conflict_created', ({ conflict }) => {
       nsp(conflict.organizationId)?.to(rooms.agents).emit('contact_conflict_created', { conflict: presentContactConflict(conflict) });
     }),
+    // Knowledge is agents' business only.
+    deps.events.on('knowledge.progress', ({ organizationId, documentId, status, chunksDone, chunksTotal }) => {
+      nsp(organizationId)?.to(rooms.agents).emit('knowledge_indexing_progress', { documentId, status, chunksDone, chunksTotal });
+    }),
+    deps.events.on('knowledge.unanswered', ({ organizationId, question }) => {
+      nsp(organizationId)?.to(rooms.agents).emit('unanswered_question_created', { question });
+    }),
     deps.events.on('presence.changed', ({ organizationId, userId, status }) => {
       nsp(organizationId)?.to(rooms.agents).emit('user_status_update', { userId, status: status as AgentStatus });
     }),

@@ -3,6 +3,7 @@
 import type { ContactConflictView, ContactView } from '../server/presenters/contact.js';
 import type { ConversationView, MessageView } from '../server/presenters/conversation.js';
 import type { TicketView } from '../server/presenters/ticket.js';
+import type { LocalAssist } from '../server/services/knowledge/index.js';
 import type { TicketAction } from '../server/services/tickets/index.js';
 import type { NotificationView } from '../server/presenters/notification.js';
 
@@ -40,6 +41,8 @@ export interface AgentToServerEvents {
   typing_stop: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
   update_status: (payload: { status: AgentStatus }, ack: AckFn<{ status: AgentStatus }>) => void;
   sync: (payload: SyncPayload, ack: AckFn<{ messages: MessageView[]; hasMore: boolean }>) => void;
+  /** Knowledge passages and templates for the conversation at once; the AI service's suggestion follows as assist_result. */
+  request_assist: (payload: ConversationRef, ack: AckFn<LocalAssist & { aiPending: boolean }>) => void;
 }
 
 /** Events a visitor's widget sends. */
@@ -74,4 +77,10 @@ export interface ServerToClientEvents {
   /** `sourceContactId` no longer exists; its conversations, notes and identities now belong to `contact`. */
   contact_merged: (payload: { contact: ContactView; sourceContactId: string }) => void;
   contact_conflict_created: (payload: { conflict: ContactConflictView }) => void;
+  /** Agents only: a knowledge source is being (re)indexed. */
+  knowledge_indexing_progress: (payload: { documentId: string; status: string; chunksDone: number; chunksTotal: number }) => void;
+  /** Agents only: the AI recorded a question it could not answer. */
+  unanswered_question_created: (payload: { question: { id: string; question: string; occurrences: number; status: string } }) => void;
+  /** The asking agent's socket only: the AI service's suggestion after request_assist (null when it failed). */
+  assist_result: (payload: { conversationId: string; suggestion: Record<string, unknown> | null }) => void;
 }

@@ -23,6 +23,7 @@ import type { MembershipCheck } from './membership.js';
 import { attachOperator } from './operator.js';
 import { NAMESPACE, rooms } from './rooms.js';
 import { attachVisitor } from './visitor.js';
+import type { AssistService } from '../server/services/knowledge/index.js';
 
 export interface SocketData {
   orgId: string;
@@ -46,6 +47,8 @@ export interface RealtimeDeps {
   conversations: ConversationService;
   agents: AgentService;
   membershipCheck: MembershipCheck;
+  /** Agent assist (knowledge and templates, and the AI service when configured). */
+  assist?: AssistService;
 }
 
 export interface Realtime {

@@ -47,6 +47,16 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
     return { message: presentMessage(message) };
   });
 
+  on<ConversationRef>(socket, log, 'request_assist', schemas.conversationRef, async (p) => {
+    await activeMembership();
+    if (!deps.assist) return { conversationId: p.conversationId, query: '', passages: [], templates: [], aiPending: false };
+    const assist = deps.assist;
+    const local = await assist.local(orgId, p.conversationId);
+    // The AI service's answer comes later to this socket only; the ack never waits for it.
+    if (assist.forwards) void assist.suggestion(orgId, local, actor.userId).then((suggestion) => socket.emit('assist_result', { conversationId: p.conversationId, suggestion }));
+    return { ...local, aiPending: assist.forwards };
+  });
+
   on<ConversationRef>(socket, log, 'join_conversation', schemas.conversationRef, async (p) => {
     await activeMembership();
     await deps.conversations.agentJoined(orgId, p.conversationId);

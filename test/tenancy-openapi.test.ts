@@ -107,6 +107,10 @@ describe('tenancy: every route with a tenant id in its path, generated from the 
     const notification = ok(await a.api.get('/notifications', t), 'notifications')[0];
     const file = await upload(a.api, a.accessToken, a.api.baseUrl, { name: 'a.pdf', type: 'application/pdf', bytes: PDF });
     ok(file.complete, 'file');
+    const document = ok(await a.api.post('/knowledge', { title: 'A only', source: 'text', content: 'Only organization A knows this.' }, t), 'knowledge source');
+    const ai = { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } };
+    ok(await a.api.post('/knowledge/ai/unanswered-questions', { organizationId: a.orgId, conversationId, question: 'Only A asks this?' }, ai), 'unanswered question');
+    const question = ok(await a.api.get('/knowledge/unanswered', t), 'unanswered questions')[0];
     const apiKey = ok(await a.api.post('/api-keys', { name: 'A key', scopes: ['contacts:read'] }, t), 'api key').apiKey;
     // An address literal: public, so it passes the target check without DNS; the delivery row is made directly (no job).
     const webhook = ok(await a.api.post('/webhooks', { url: 'https://93.184.215.14/hook', events: ['ticket.created'], enabled: false }, t), 'webhook').webhook;
@@ -127,6 +131,8 @@ describe('tenancy: every route with a tenant id in its path, generated from the 
       templateId: template.id,
       notificationId: notification.id,
       objectId: file.objectId,
+      documentId: document.id,
+      questionId: question.id,
     });
     visitorB = await newVisitor(b);
   });

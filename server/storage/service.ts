@@ -119,7 +119,8 @@ export class StorageService {
     return this.verifyUpload(object);
   }
 
-  async verifyUpload(object: StorageObject): Promise<StorageObject> {
+  /** `detach` runs before a mismatched object is deleted, for a row that refers to it (a knowledge source). */
+  async verifyUpload(object: StorageObject, detach?: () => Promise<void>): Promise<StorageObject> {
     if (object.status === 'uploaded') return object;
     const head = await this.deps.driver.head(object.key);
     if (!head) throw new ValidationFailed('The file has not been uploaded yet', [{ field: 'objectId', message: 'no uploaded bytes' }]);
@@ -129,6 +130,7 @@ export class StorageService {
     else if (head.contentType !== null && baseType(head.contentType) !== object.mimeType) problem = `The uploaded file is ${baseType(head.contentType)}; ${object.mimeType} was declared`;
     else if (!contentMatches(object.mimeType, await this.deps.driver.readStart(object.key, 16))) problem = `The uploaded file's content is not ${object.mimeType}`;
     if (problem) {
+      await detach?.();
       await this.remove(object);
       throw new ValidationFailed(problem, [{ field: 'objectId', message: 'the upload did not match its declaration and was deleted' }]);
     }

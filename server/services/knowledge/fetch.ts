@@ -1,0 +1,120 @@
+// Fetching web pages for URL sources without reaching inside our network: every host is resolved first, every
+// address must be public, and the connection goes to the address that was checked (no second lookup to rebind).
+import { lookup } from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { ValidationFailed } from '../../errors.js';
+
+export const MAX_PAGE_BYTES = 5 * 1024 * 1024;
+export const MAX_PAGES = 100;
+const TIMEOUT_MS = 15_000;
+const MAX_REDIRECTS = 5;
+
+const blocked = new BlockList();
+for (const [net, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.0.0.0', 24],
+  ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) blocked.addSubnet(net, prefix, 'ipv4');
+for (const [net, prefix] of [['::', 128], ['::1', 128], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) blocked.addSubnet(net, prefix, 'ipv6');
+
+/** Whether an address is public (not private, loopback, link-local, multicast, reserved or documentation). */
+export function isPublicAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 0) return false;
+  // An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return !blocked.check(mapped[1]!, 'ipv4');
+  return !blocked.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+export class UnsafeUrl extends ValidationFailed {
+  constructor(reason: string) {
+    super(`This URL cannot be fetched: ${reason}`, [{ field: 'url', message: reason }]);
+  }
+}
+
+/** Checks the URL's form and resolves its host; every address must be public. Returns the address to connect to. */
+export async function resolvePublic(raw: string, opts: { allowPrivate?: boolean } = {}): Promise<{ url: URL; address: string; family: number }> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UnsafeUrl('not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UnsafeUrl('only http and https are fetched');
+  if (url.username || url.password) throw new UnsafeUrl('credentials in URLs are not allowed');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  let addresses: { address: string; family: number }[];
+  try {
+    addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true, verbatim: true });
+  } catch {
+    throw new UnsafeUrl('the host does not resolve');
+  }
+  if (addresses.length === 0) throw new UnsafeUrl('the host does not resolve');
+  if (!opts.allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) throw new UnsafeUrl('the host is not a public address');
+  return { url, ...addresses[0]! };
+}
+
+export interface FetchedPage {
+  url: string;
+  contentType: string;
+  body: Buffer;
+}
+
+/** GET one page through the checked address, at most 5 MiB, following redirects (each checked again). */
+export async function fetchPage(raw: string, opts: { allowPrivate?: boolean; maxBytes?: number } = {}): Promise<FetchedPage> {
+  let current = raw;
+  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    const { url, address, family } = await resolvePublic(current, opts);
+    const pinned: LookupFunction = (_host, options, callback) => {
+      if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
+      else callback(null, address, family);
+    };
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = (url.protocol === 'https:' ? https : http).get(url, { lookup: pinned, timeout: TIMEOUT_MS, headers: { 'user-agent': 'SupportPlatformKnowledgeBot/1.0', accept: 'text/html,text/plain,application/pdf;q=0.9,*/*;q=0.5' } }, resolve);
+      req.on('timeout', () => req.destroy(new Error('the page took too long')));
+      req.on('error', reject);
+    });
+    const status = res.statusCode ?? 0;
+    if (status >= 300 && status < 400 && res.headers.location) {
+      res.resume();
+      current = new URL(res.headers.location, url).toString();
+      continue;
+    }
+    if (status < 200 || status >= 300) {
+      res.resume();
+      throw new Error(`the page answered ${status}`);
+    }
+    const limit = opts.maxBytes ?? MAX_PAGE_BYTES;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) {
+        res.destroy();
+        throw new UnsafeUrl(`the page is larger than ${limit} bytes`);
+      }
+      chunks.push(chunk);
+    }
+    return { url: url.toString(), contentType: String(res.headers['content-type'] ?? 'text/html'), body: Buffer.concat(chunks) };
+  }
+  throw new Error('too many redirects');
+}
+
+/** Links of an HTML page on the same host, absolute, without fragments. */
+export function sameHostLinks(html: string, base: URL): string[] {
+  const out = new Set<string>();
+  for (const m of html.matchAll(/<a\s[^>]*?href\s*=\s*["']([^"'#]+)/gi)) {
+    try {
+      const u = new URL(m[1]!, base);
+      if ((u.protocol === 'http:' || u.protocol === 'https:') && u.host === base.host) {
+        u.hash = '';
+        out.add(u.toString());
+      }
+    } catch {
+      // not a URL: skipped
+    }
+  }
+  return [...out];
+}

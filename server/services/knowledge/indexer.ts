@@ -1,0 +1,132 @@
+// The knowledge-index job: reads a source (its text, its file, or its web pages), chunks it and replaces its chunks
+// in one transaction, telling the organization's agents how far it got. Safe to run twice (a job may be retaken
+// after a dead instance's lease): the chunks are replaced, never appended.
+import type { Knex } from 'knex';
+import type { Models } from '../../../db/index.js';
+import type { KnowledgeSource, KnowledgeStatus } from '../../../db/models/KnowledgeSource.js';
+import { ValidationFailed } from '../../errors.js';
+import type { DomainEventBus } from '../../events.js';
+import { GiveUp, RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
+import type { Logger } from '../../logger.js';
+import type { StorageDriver } from '../../storage/driver.js';
+import { chunkText } from './chunking.js';
+import { fetchPage, MAX_PAGES, sameHostLinks, UnsafeUrl } from './fetch.js';
+import { extractText, htmlToText } from './parsers.js';
+
+export const KNOWLEDGE_QUEUE = 'knowledge-index';
+const RETRY_DELAYS = [30, 120, 600];
+/** Chunks written per INSERT, and how often progress is reported. */
+const BATCH = 200;
+const SYNC_PERIOD_DAYS: Record<string, number> = { daily: 1, weekly: 7, monthly: 30 };
+
+export interface IndexPayload {
+  sourceId: string;
+}
+
+export interface IndexerDeps {
+  models: Models;
+  knex: Knex;
+  driver: StorageDriver;
+  events: DomainEventBus;
+  logger: Logger;
+  jobs: JobQueue;
+  workers: number;
+  allowPrivate: boolean;
+}
+
+export class KnowledgeIndexer {
+  constructor(private readonly deps: IndexerDeps) {
+    deps.jobs.define<IndexPayload>({ queue: KNOWLEDGE_QUEUE, handle: (job) => this.run(job), retryDelaysSeconds: RETRY_DELAYS, leaseSeconds: 300, concurrency: deps.workers });
+  }
+
+  /** Queues (re)indexing of a source, in the caller's transaction; one pending job per source. */
+  enqueue(source: Pick<KnowledgeSource, 'id' | 'organizationId'>, trx?: Knex.Transaction, runAt?: Date): Promise<{ id: string }> {
+    return this.deps.jobs.enqueue<IndexPayload>(KNOWLEDGE_QUEUE, { sourceId: source.id }, { organizationId: source.organizationId, trx, runAt, dedupeKey: `${runAt ? 'sync' : 'index'}:${source.id}` });
+  }
+
+  private progress(source: KnowledgeSource, status: KnowledgeStatus, chunksDone: number, chunksTotal: number): void {
+    this.deps.events.publish('knowledge.progress', { organizationId: source.organizationId, documentId: source.id, status, chunksDone, chunksTotal });
+  }
+
+  async run(job: Job<IndexPayload>): Promise<void> {
+    const { models, knex } = this.deps;
+    const source = job.organizationId ? await models.KnowledgeSource.forOrg(job.organizationId).findById(job.payload.sourceId) : undefined;
+    // Deleted, paused or not uploaded since it was queued: nothing to do.
+    if (!source || source.status === 'paused' || source.status === 'awaiting_upload') return;
+    await models.KnowledgeSource.query().patch({ status: 'indexing' }).where('id', source.id);
+    this.progress(source, 'indexing', 0, 0);
+    try {
+      const chunks = chunkText(await this.textOf(source));
+      if (chunks.length === 0) throw new GiveUp('The document has no text to index');
+      await knex.transaction(async (trx) => {
+        await trx('knowledge_chunks').where({ sourceId: source.id }).delete();
+        for (let i = 0; i < chunks.length; i += BATCH) {
+          const rows = chunks.slice(i, i + BATCH).map((c) => ({ organizationId: source.organizationId, sourceId: source.id, position: c.position, content: c.content, tokenCount: c.tokenCount }));
+          await trx('knowledge_chunks').insert(rows);
+          // Progress of the work, not an announcement of rows: the chunks become searchable at commit.
+          this.progress(source, 'indexing', Math.min(i + BATCH, chunks.length), chunks.length);
+        }
+        await trx('knowledge_sources').where({ id: source.id }).update({ status: 'indexed', chunkCount: chunks.length, errorMessage: null, indexedAt: new Date(), updatedAt: new Date() });
+        const days = SYNC_PERIOD_DAYS[source.syncFrequency];
+        if (days && source.source === 'url') await this.enqueue(source, trx, new Date(Date.now() + days * 86_400_000));
+      });
+      this.progress(source, 'indexed', chunks.length, chunks.length);
+    } catch (err) {
+      const message = (err instanceof Error ? err.message : 'indexing failed').slice(0, 1000);
+      const final = err instanceof GiveUp || err instanceof ValidationFailed || job.attempt > RETRY_DELAYS.length;
+      await models.KnowledgeSource.query().patch({ status: final ? 'failed' : 'queued', errorMessage: message }).where('id', source.id);
+      this.progress(source, final ? 'failed' : 'queued', 0, 0);
+      if (final) throw new GiveUp(message);
+      throw new RetryLater(message);
+    }
+  }
+
+  private async textOf(source: KnowledgeSource): Promise<string> {
+    switch (source.source) {
+      case 'text':
+        return source.content ?? '';
+      case 'faq':
+        return `${source.title}\n\n${source.content ?? ''}`;
+      case 'file': {
+        const object = source.objectId ? await this.deps.models.StorageObject.forOrg(source.organizationId).findById(source.objectId) : undefined;
+        if (!object || object.status !== 'uploaded') throw new GiveUp('The file of this source is missing');
+        try {
+          return await extractText(await this.deps.driver.read(object.key), object.mimeType);
+        } catch (err) {
+          throw new GiveUp(`The file could not be read: ${err instanceof Error ? err.message : 'unknown format'}`);
+        }
+      }
+      case 'url':
+        return this.crawl(source);
+    }
+  }
+
+  /** The start page, then (crawl mode) same-host links breadth first, to the depth and page limits. */
+  private async crawl(source: KnowledgeSource): Promise<string> {
+    const start = new URL(source.url!);
+    const depthLimit = source.fetchMode === 'crawl' ? Math.min(source.crawlDepth ?? 1, 5) : 0;
+    const pageLimit = Math.min(source.maxPages ?? MAX_PAGES, MAX_PAGES);
+    const seen = new Set([start.toString()]);
+    let frontier = [start.toString()];
+    const texts: string[] = [];
+    for (let depth = 0; depth <= depthLimit && frontier.length > 0 && texts.length < pageLimit; depth++) {
+      const next: string[] = [];
+      for (const url of frontier) {
+        if (texts.length >= pageLimit) break;
+        try {
+          const page = await fetchPage(url, { allowPrivate: this.deps.allowPrivate });
+          const type = page.contentType.split(';')[0]!.trim().toLowerCase();
+          const body = type === 'text/html' || type === 'application/xhtml+xml' ? page.body.toString('utf8') : null;
+          texts.push(body !== null ? htmlToText(body) : await extractText(page.body, type));
+          if (body !== null && depth < depthLimit) for (const link of sameHostLinks(body, new URL(page.url))) if (!seen.has(link)) (seen.add(link), next.push(link));
+        } catch (err) {
+          // The start page decides the source; a later page that fails is skipped.
+          if (texts.length === 0 && url === start.toString()) throw err instanceof UnsafeUrl ? new GiveUp(err.message) : err;
+          this.deps.logger.debug({ err, url, sourceId: source.id }, 'a crawled page was skipped');
+        }
+      }
+      frontier = next;
+    }
+    return texts.join('\n\n');
+  }
+}

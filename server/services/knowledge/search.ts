@@ -1,0 +1,88 @@
+// Ranked search over an organization's chunks: full text (websearch_to_tsquery + ts_rank_cd, ts_headline snippets),
+// and, when the caller brings a query embedding and chunks have theirs, both rankings fused by reciprocal rank.
+import type { Knex } from 'knex';
+
+export interface SearchHit {
+  chunkId: string;
+  documentId: string;
+  title: string;
+  snippet: string;
+  score: number;
+}
+
+export interface SearchOptions {
+  limit: number;
+  sourceId?: string;
+  /** A query embedding (the AI service's model); used when chunks have embeddings of the same length. */
+  embedding?: number[];
+  /** `all` words (a search box) or `any` word (assist: the visitor's sentences), ranked by how many match. */
+  match?: 'all' | 'any';
+}
+
+/** Reciprocal rank fusion constant: how much the top ranks dominate. */
+const RRF_K = 60;
+const CANDIDATES = 50;
+const HEADLINE = 'MaxWords=40, MinWords=15, MaxFragments=2, FragmentDelimiter=" … "';
+
+/** Words of free text joined with `or`, the websearch syntax for "any of these". */
+export function anyWordsQuery(text: string): string {
+  const words = text.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? [];
+  return [...new Set(words)].slice(0, 40).join(' or ');
+}
+
+export async function searchChunks(knex: Knex, orgId: string, q: string, opts: SearchOptions): Promise<SearchHit[]> {
+  const query = opts.match === 'any' ? anyWordsQuery(q) : q;
+  const limit = Math.min(Math.max(opts.limit, 1), 50);
+  const useVectors = !!opts.embedding?.length;
+  const textIds = query.trim() ? await textRanking(knex, orgId, query, useVectors ? CANDIDATES : limit, opts.sourceId) : [];
+  if (!useVectors) return withSnippets(knex, orgId, query, textIds.map((r) => ({ id: r.id, score: r.score })));
+  const vectorIds = await vectorRanking(knex, orgId, opts.embedding!, CANDIDATES, opts.sourceId);
+  const fused = new Map<string, number>();
+  textIds.forEach((r, i) => fused.set(r.id, (fused.get(r.id) ?? 0) + 1 / (RRF_K + i + 1)));
+  vectorIds.forEach((r, i) => fused.set(r.id, (fused.get(r.id) ?? 0) + 1 / (RRF_K + i + 1)));
+  const top = [...fused.entries()].sort((a, b) => b[1] - a[1]).slice(0, limit).map(([id, score]) => ({ id, score }));
+  return withSnippets(knex, orgId, query, top);
+}
+
+async function textRanking(knex: Knex, orgId: string, query: string, limit: number, sourceId?: string): Promise<{ id: string; score: number }[]> {
+  const result = await knex.raw(
+    `select c.id, ts_rank_cd(c.tsv, q.query) as score
+       from knowledge_chunks c, websearch_to_tsquery('english', ?) as q(query)
+      where c.organization_id = ? and c.tsv @@ q.query ${sourceId ? 'and c.source_id = ?' : ''}
+      order by score desc, c.id
+      limit ?`,
+    sourceId ? [query, orgId, sourceId, limit] : [query, orgId, limit],
+  );
+  return (result.rows as { id: string; score: number }[]).map((r) => ({ id: r.id, score: Number(r.score) }));
+}
+
+/** Cosine similarity over real[] embeddings (no extension needed); chunks of another length are skipped. */
+async function vectorRanking(knex: Knex, orgId: string, embedding: number[], limit: number, sourceId?: string): Promise<{ id: string; score: number }[]> {
+  const result = await knex.raw(
+    `select c.id, s.dot / nullif(sqrt(s.nn) * sqrt(?), 0) as score
+       from knowledge_chunks c
+       cross join lateral (select sum(a * b) as dot, sum(a * a) as nn from unnest(c.embedding, ?::real[]) as t(a, b)) s
+      where c.organization_id = ? and c.embedding is not null and cardinality(c.embedding) = ? ${sourceId ? 'and c.source_id = ?' : ''}
+      order by score desc nulls last
+      limit ?`,
+    [embedding.reduce((n, x) => n + x * x, 0), `{${embedding.join(',')}}`, orgId, embedding.length, ...(sourceId ? [sourceId] : []), limit],
+  );
+  return (result.rows as { id: string; score: number | null }[]).filter((r) => r.score !== null).map((r) => ({ id: r.id, score: Number(r.score) }));
+}
+
+/** Titles and highlighted snippets for the chosen chunks only (ts_headline is the costly part), in the given order. */
+async function withSnippets(knex: Knex, orgId: string, query: string, ranked: { id: string; score: number }[]): Promise<SearchHit[]> {
+  if (ranked.length === 0) return [];
+  const result = await knex.raw(
+    `select c.id, c.source_id, s.title,
+            case when q.query::text = '' then left(c.content, 300) else ts_headline('english', c.content, q.query, ?) end as snippet
+       from knowledge_chunks c join knowledge_sources s on s.id = c.source_id, websearch_to_tsquery('english', ?) as q(query)
+      where c.organization_id = ? and c.id = any(?::uuid[])`,
+    [HEADLINE, query, orgId, ranked.map((r) => r.id)],
+  );
+  const byId = new Map((result.rows as { id: string; source_id: string; title: string; snippet: string }[]).map((r) => [r.id, r]));
+  return ranked.flatMap((r) => {
+    const row = byId.get(r.id);
+    return row ? [{ chunkId: r.id, documentId: row.source_id, title: row.title, snippet: row.snippet, score: r.score }] : [];
+  });
+}
