@@ -218,7 +218,6 @@ export function loadConfig(env: Env = process.env): Config {
   const metricsToken = config.metrics.token;
   if (metricsToken !== null && metricsToken.length < 16) problems.push('METRICS_TOKEN must be at least 16 characters');
   if (config.knowledge.fetchAllowPrivate && nodeEnv === 'production') problems.push('KNOWLEDGE_FETCH_ALLOW_PRIVATE=true is refused when NODE_ENV=production (it lets URL sources reach internal addresses)');
-  if (config.webhooks.allowPrivate && nodeEnv === 'production') problems.push('WEBHOOKS_ALLOW_PRIVATE=true is refused when NODE_ENV=production (it lets webhooks reach internal addresses)');
 
   if (problems.length > 0) throw new ConfigError(problems);
 

@@ -137,6 +137,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   conversations.outbox = webhooks;
   contacts.outbox = webhooks;
   tickets.outbox = webhooks;
+  routing.outbox = webhooks;
   const readiness = new Readiness(db, redis);
   const services: RouteServices = {
     config,

@@ -200,7 +200,13 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
 
 /** Disconnects agent sockets whose session ended or whose membership is no longer accepted. */
 async function recheckOperators(sockets: AppSocket[], deps: RealtimeDeps): Promise<void> {
-  // Key sockets (bots) are cut by the api_key.revoked event; they have no session or membership row to re-check.
+  // Key sockets (bots) have no session or membership row: their key is re-checked instead.
+  const bots = sockets.filter((s) => s.data.operator?.apiKey);
+  if (bots.length > 0) {
+    const keyIds = [...new Set(bots.map((s) => s.data.operator!.apiKey!.id))];
+    const live = new Set((await deps.models.ApiKey.query().select('id').whereIn('id', keyIds).whereNull('revokedAt')).map((k) => k.id));
+    for (const socket of bots) if (!live.has(socket.data.operator!.apiKey!.id)) socket.disconnect(true);
+  }
   const operators = sockets.filter((s) => s.data.operator && !s.data.operator.apiKey);
   if (operators.length === 0) return;
   const sessionIds = [...new Set(operators.map((s) => s.data.operator!.sessionId))];

@@ -6,8 +6,13 @@ import type { DomainEventBus } from '../events.js';
 import { NotFound, ValidationFailed } from '../errors.js';
 import type { Presence } from '../presence.js';
 import type { NotificationService } from './notifications.js';
+import type { Outbox } from './webhooks/index.js';
+import { presentConversation } from '../presenters/conversation.js';
 
 export class RoutingService {
+  /** Webhook events, written in the change's transaction. */
+  outbox: Outbox | null = null;
+
   constructor(
     private readonly deps: { models: Models; knex: Knex; events: DomainEventBus; presence: Presence; notifications: NotificationService },
   ) {}
@@ -85,6 +90,7 @@ export class RoutingService {
   private async applyAssignment(trx: Knex.Transaction, orgId: string, current: Conversation, agentId: string | null): Promise<Conversation> {
     const conversation = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { assignedTo: agentId });
     if (agentId) await this.models.Membership.forOrg(orgId, trx).where({ userId: agentId }).patch({ lastAssignedAt: new Date() });
+    await this.outbox?.record(trx, orgId, 'conversation.assigned', () => ({ conversation: presentConversation(conversation), assignedTo: agentId }));
     return conversation;
   }
 

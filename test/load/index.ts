@@ -15,8 +15,9 @@ import { connections } from './scenarios/connections.js';
 import { crm } from './scenarios/crm.js';
 import { ingest } from './scenarios/ingest.js';
 import { rest } from './scenarios/rest.js';
+import { webhooks } from './scenarios/webhooks.js';
 
-const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest, crm, analytics];
+const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest, crm, analytics, webhooks];
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);

@@ -94,6 +94,8 @@ function appEnv(ctx: RunContext, dataDir: string, postgres: boolean, redis: bool
     // Sockets are disconnected when their token expires; no run may outlive them.
     ACCESS_TOKEN_TTL: '6h',
     MIGRATE_ON_START: 'true',
+    // The webhooks scenario's receiver listens on loopback.
+    WEBHOOKS_ALLOW_PRIVATE: 'true',
     ...BENCH_SECRETS,
   };
 }
