@@ -94,6 +94,19 @@ export class AnalyticsQueries {
     return { sql, bindings };
   }
 
+  /**
+   * Conversations open at `at` (created before it, neither resolved nor closed by then): the open ones plus those done
+   * since, so the count reads recent rows only (partial and covering indexes), never the whole history.
+   */
+  private openAt(cf: { sql: string; bindings: string[] }): string {
+    return `((select count(*) from conversations where organization_id = any(?::uuid[]) and done_at is null and created_at < ?${cf.sql})
+      + (select count(*) from conversations where organization_id = any(?::uuid[]) and done_at >= ? and created_at < ?${cf.sql}))`;
+  }
+
+  private openAtBindings(orgs: string, at: Date, cf: { bindings: string[] }): (string | Date)[] {
+    return [orgs, at, ...cf.bindings, orgs, at, at, ...cf.bindings];
+  }
+
   async summary(orgIds: string[], range: AnalyticsRange, f: Filters): Promise<SummaryFigures> {
     const orgs = orgArray(orgIds);
     const cf = this.convFilter(f);
@@ -111,11 +124,9 @@ export class AnalyticsQueries {
           ${durations(secs('first_resolved_at', 'created_at'), 'res')}
         from conversations where organization_id = any(?::uuid[]) and first_resolved_at >= ? and first_resolved_at < ?${cf.sql}
       )
-      select started.*, resolved.*,
-        (select count(*) from conversations where organization_id = any(?::uuid[]) and created_at < ?${cf.sql})
-          - (select count(*) from conversations where organization_id = any(?::uuid[]) and done_at < ?${cf.sql}) as open
+      select started.*, resolved.*, ${this.openAt(cf)} as open
       from started, resolved`;
-    const bindings = [orgs, from, to, ...cf.bindings, orgs, from, to, ...cf.bindings, orgs, to, ...cf.bindings, orgs, to, ...cf.bindings];
+    const bindings = [orgs, from, to, ...cf.bindings, orgs, from, to, ...cf.bindings, ...this.openAtBindings(orgs, to, cf)];
     const [conv, messages, tickets] = await Promise.all([
       this.knex.raw(sql, bindings).then((r) => rowsOf(r)[0]!),
       this.messageCounts(orgs, range, f),
@@ -195,10 +206,7 @@ export class AnalyticsQueries {
         select ${day('resolved_at')} as date, count(*)::int as n from tickets
         where organization_id = any(?::uuid[]) and resolved_at >= ? and resolved_at < ?${agent} group by 1
       ),
-      base as (
-        select (select count(*) from conversations where organization_id = any(?::uuid[]) and created_at < ?${cf.sql})
-          - (select count(*) from conversations where organization_id = any(?::uuid[]) and done_at < ?${cf.sql}) as n
-      )
+      base as (select ${this.openAt(cf)} as n)
       select to_char(days.date, 'YYYY-MM-DD') as date,
         coalesce(s.n, 0) as started, coalesce(r.n, 0) as resolved,
         (base.n + sum(coalesce(s.n, 0) - coalesce(dn.n, 0)) over (order by days.date))::int as open_at_end,
@@ -217,7 +225,7 @@ export class AnalyticsQueries {
       tz, orgs, from, to, ...ch,
       tz, orgs, from, to, ...a,
       tz, orgs, from, to, ...a,
-      orgs, from, ...cf.bindings, orgs, from, ...cf.bindings,
+      ...this.openAtBindings(orgs, from, cf),
     ];
     const rows = rowsOf(await this.knex.raw(sql, bindings));
     return rows.map((r) => ({
