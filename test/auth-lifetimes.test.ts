@@ -139,6 +139,14 @@ describe('auth: lifetimes and edges of sessions', () => {
     expectApiSuccess(await owner.api.get('/auth/profile', { token: signedIn.accessToken }), 200);
   });
 
+  it('signs in without a User-Agent (stored as null)', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const signedIn = expectApiSuccess(await owner.api.post('/auth/login', { email: owner.email, password: PASSWORD }, { headers: { 'user-agent': '' } }), 200);
+    const session = await server.db.models.AuthSession.query().findById(jwtPayload(signedIn.accessToken).sid);
+    expect(session!.userAgent).to.equal(null);
+  });
+
   describe('revoking sessions inside a transaction', () => {
     const sessionsOf = () => {
       const { server } = sharedServer();
@@ -167,6 +175,20 @@ describe('auth: lifetimes and edges of sessions', () => {
         expect(heard).to.deep.equal([]);
         expect(socket.connected).to.equal(true);
         expectApiSuccess(await owner.api.get('/auth/profile', { token: owner.accessToken }), 200);
+      } finally {
+        off();
+      }
+    });
+
+    it('without a transaction, announces at once', async () => {
+      const { server, baseUrl } = sharedServer();
+      const owner = await signUp(server, baseUrl);
+      const heard: Array<{ userId: string; sessionIds: string[] }> = [];
+      const off = server.events.on('session.revoked', (p) => heard.push(p));
+      try {
+        const { sid } = jwtPayload(owner.accessToken);
+        await sessionsOf().revoke([sid], owner.userId, 'test');
+        expect(heard).to.deep.equal([{ userId: owner.userId, sessionIds: [sid] }]);
       } finally {
         off();
       }
