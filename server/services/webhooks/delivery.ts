@@ -118,7 +118,8 @@ export class WebhookDeliverer {
     const recorded = { responseStatus: answer.status, responseBody: answer.body.slice(0, KEEP_RESPONSE_CHARS), durationMs };
     if (answer.status >= 200 && answer.status < 300) {
       await this.settle(delivery, { status: 'succeeded', deliveredAt: new Date(), lastError: null, ...recorded });
-      await models.Webhook.query().patch({ consecutiveFailures: 0 }).where('id', hook.id).where('consecutiveFailures', '>', 0);
+      // Most hooks have no failures to forget: no write for them.
+      if (hook.consecutiveFailures > 0) await models.Webhook.query().patch({ consecutiveFailures: 0 }).where('id', hook.id);
       this.deps.onResult?.('succeeded');
       return;
     }
