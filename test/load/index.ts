@@ -13,11 +13,12 @@ import { chat } from './scenarios/chat.js';
 import { cluster } from './scenarios/cluster.js';
 import { connections } from './scenarios/connections.js';
 import { crm } from './scenarios/crm.js';
+import { knowledge } from './scenarios/knowledge.js';
 import { ingest } from './scenarios/ingest.js';
 import { rest } from './scenarios/rest.js';
 import { webhooks } from './scenarios/webhooks.js';
 
-const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest, crm, analytics, webhooks];
+const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest, crm, analytics, webhooks, knowledge];
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);

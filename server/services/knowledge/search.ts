@@ -34,14 +34,31 @@ export async function searchChunks(knex: Knex, orgId: string, q: string, opts: S
   const query = opts.match === 'any' ? anyWordsQuery(q) : q;
   const limit = Math.min(Math.max(opts.limit, 1), 50);
   const useVectors = !!opts.embedding?.length;
-  const textIds = query.trim() ? await textRanking(knex, orgId, query, useVectors ? CANDIDATES : limit, opts.sourceId) : [];
-  if (!useVectors) return withSnippets(knex, orgId, query, textIds.map((r) => ({ id: r.id, score: r.score })));
+  if (!useVectors) return query.trim() ? rankedWithSnippets(knex, orgId, query, limit, opts.sourceId) : [];
+  const textIds = query.trim() ? await textRanking(knex, orgId, query, CANDIDATES, opts.sourceId) : [];
   const vectorIds = await vectorRanking(knex, orgId, opts.embedding!, CANDIDATES, opts.sourceId);
   const fused = new Map<string, number>();
   textIds.forEach((r, i) => fused.set(r.id, (fused.get(r.id) ?? 0) + 1 / (RRF_K + i + 1)));
   vectorIds.forEach((r, i) => fused.set(r.id, (fused.get(r.id) ?? 0) + 1 / (RRF_K + i + 1)));
   const top = [...fused.entries()].sort((a, b) => b[1] - a[1]).slice(0, limit).map(([id, score]) => ({ id, score }));
   return withSnippets(knex, orgId, query, top);
+}
+
+/** Full text only: rank and headline in one statement (one round trip), headlines for the top `limit` only. */
+async function rankedWithSnippets(knex: Knex, orgId: string, query: string, limit: number, sourceId?: string): Promise<SearchHit[]> {
+  const result = await knex.raw(
+    `select r.id, r.source_id, s.title, ts_headline('english', c.content, r.query, ?) as snippet, r.score
+       from (select c.id, c.source_id, q.query, ts_rank_cd(c.tsv, q.query) as score
+               from knowledge_chunks c, websearch_to_tsquery('english', ?) as q(query)
+              where c.organization_id = ? and c.tsv @@ q.query ${sourceId ? 'and c.source_id = ?' : ''}
+              order by score desc, c.id
+              limit ?) r
+       join knowledge_chunks c on c.id = r.id
+       join knowledge_sources s on s.id = r.source_id
+      order by r.score desc, r.id`,
+    [HEADLINE, query, orgId, ...(sourceId ? [sourceId] : []), limit],
+  );
+  return (result.rows as { id: string; source_id: string; title: string; snippet: string; score: number }[]).map((r) => ({ chunkId: r.id, documentId: r.source_id, title: r.title, snippet: r.snippet, score: Number(r.score) }));
 }
 
 async function textRanking(knex: Knex, orgId: string, query: string, limit: number, sourceId?: string): Promise<{ id: string; score: number }[]> {

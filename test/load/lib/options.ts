@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DEFAULT_LIMITS, type GeneratorLimits } from './stats.js';
 import { LOAD_DIR } from './proc.js';
 
-export const SCENARIOS = ['connections', 'chat', 'cluster', 'rest', 'ingest', 'crm', 'analytics', 'webhooks'] as const;
+export const SCENARIOS = ['connections', 'chat', 'cluster', 'rest', 'ingest', 'crm', 'analytics', 'webhooks', 'knowledge'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface Options {
@@ -28,6 +28,8 @@ export interface Options {
   historyMessages: number;
   /** Contacts and tickets of the crm scenario's organization. */
   crmContacts: number;
+  /** Documents the knowledge scenario indexes (about 2 KB each). */
+  knowledgeDocs: number;
   crmTickets: number;
   /** Conversations of the analytics scenario's organization (5 messages each). */
   analyticsConversations: number;
@@ -43,7 +45,7 @@ export interface Options {
 
 export const USAGE = `npm run bench -- [flags]
 
-  --scenarios=connections,chat,cluster,rest,ingest,crm,analytics,webhooks   which to run (default: all)
+  --scenarios=connections,chat,cluster,rest,ingest,crm,analytics,webhooks,knowledge   which to run (default: all)
   --quick              smoke run with tiny sizes (CI: proves the harness works; figures mean nothing)
   --visitors=N         widget visitors (default 10000)
   --agents=N           agents, spread over the organizations (default 100)
@@ -56,6 +58,7 @@ export const USAGE = `npm run bench -- [flags]
   --login-cost=N       bcrypt cost for the login measure (default BCRYPT_COST or 12)
   --batch=N            events per observability batch (default 500)
   --crm-contacts=N     contacts of the crm scenario's organization (default 100000)
+  --knowledge-docs=N   documents the knowledge scenario indexes, about 2 KB each (default 10000)
   --crm-tickets=N      tickets of the crm scenario's organization (default 50000)
   --analytics-conversations=N   conversations of the analytics scenario's organization (default 1000000)
   --p99-target=MS      chat knee: highest rate with p99 under this and nothing lost (default 100)
@@ -102,6 +105,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     batch: 500,
     historyMessages: 50,
     crmContacts: quick ? 2_000 : 100_000,
+    knowledgeDocs: quick ? 200 : 10_000,
     crmTickets: quick ? 1_000 : 50_000,
     analyticsConversations: quick ? 2_000 : 1_000_000,
     p99TargetMs: 100,
@@ -133,6 +137,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       case 'login-cost': o.loginCost = int(name, value, 4); break;
       case 'batch': o.batch = int(name, value, 1); break;
       case 'crm-contacts': o.crmContacts = int(name, value, 1); break;
+      case 'knowledge-docs': o.knowledgeDocs = int(name, value, 1); break;
       case 'crm-tickets': o.crmTickets = int(name, value, 1); break;
       case 'analytics-conversations': o.analyticsConversations = int(name, value, 1); break;
       case 'p99-target': o.p99TargetMs = num(name, value); break;
