@@ -24,6 +24,8 @@ import { knowledgeAiRoutes } from './knowledgeAi.js';
 import { apiKeyRoutes } from './apiKeys.js';
 import { webhookRoutes } from './webhooks.js';
 import { emailRoutes } from './email.js';
+import { channelRoutes } from './channels.js';
+import { channelInboundRoutes } from './channelsInbound.js';
 
 export function createApiRouter(services: RouteServices): { router: Router; registry: RouteRegistry } {
   const registry = new RouteRegistry();
@@ -49,6 +51,9 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...apiKeyRoutes(services),
     ...webhookRoutes(services),
     ...emailRoutes(services),
+    // Provider webhooks (/channels/<type>/inbound/...) before /channels/:channelId.
+    ...channelInboundRoutes(services),
+    ...channelRoutes(services),
     ...observabilityRoutes(services),
     ...aiRoutes(services),
     ...analyticsRoutes(services),

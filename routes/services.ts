@@ -27,6 +27,7 @@ import type { AssistService, KnowledgeService, UnansweredQuestions } from '../se
 import type { ApiKeyService } from '../server/services/apiKeys/index.js';
 import type { WebhookService } from '../server/services/webhooks/index.js';
 import type { EmailIdentityService } from '../server/services/email/index.js';
+import type { ChannelService } from '../server/services/channels/index.js';
 
 export interface RouteServices {
   config: Config;
@@ -56,6 +57,7 @@ export interface RouteServices {
   webhooks: WebhookService;
   analytics: AnalyticsService;
   email: EmailIdentityService;
+  channels: ChannelService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */
   bearerToken(ctx: Context): string | null;
   /** Constant-time check of x-ai-tool-secret; 503 when no secret is configured (fail closed). */

@@ -50,6 +50,8 @@ export interface Config {
   knowledge: { workers: number; fetchAllowPrivate: boolean };
   /** The internal AI service's assist endpoint (POST, x-ai-tool-secret); unset: assist answers from local search only. */
   aiAssistUrl: string | null;
+  /** Messaging channels: the key channel secrets are sealed with, inbound mail, and the provider APIs (test fakes). */
+  channels: { encryptionKey: Buffer; inboundEmailDomain: string; smtpInPort: number | null; whatsappGraphUrl: string; telegramApiUrl: string };
   storage: {
     driver: StorageDriver;
     s3: { endpoint: string | null; region: string; bucket: string | null; accessKeyId: string | null; secretAccessKey: string | null; forcePathStyle: boolean };
@@ -170,6 +172,13 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push('JWT_ACCESS_SECRET, JWT_REFRESH_SECRET and WIDGET_JWT_SECRET must differ from one another');
   }
 
+  // Channel credentials are sealed under ENCRYPTION_KEY: 32 bytes as 64 hex characters or base64.
+  const encryptionKeyText = str('ENCRYPTION_KEY');
+  const encryptionKey = encryptionKeyText === null ? null : /^[0-9a-fA-F]{64}$/.test(encryptionKeyText) ? Buffer.from(encryptionKeyText, 'hex') : Buffer.from(encryptionKeyText, 'base64');
+  if (encryptionKey !== null && encryptionKey.length !== 32) problems.push('ENCRYPTION_KEY must be 32 bytes, written as 64 hex characters or base64');
+  if (encryptionKeyText === null && nodeEnv === 'production') problems.push('ENCRYPTION_KEY is required when NODE_ENV=production (it is generated into DATA_DIR only outside production)');
+  const channelUrl = (name: string, fallback: string) => (url(name, ['http:', 'https:']) ?? fallback).replace(/\/+$/, '');
+
   // Without a transport, codes and links are written to the log: fine on a laptop, a leak in production.
   const smtpUrl = url('SMTP_URL', ['smtp:', 'smtps:']);
   if (nodeEnv === 'production' && str('SMTP_URL') === null && !bool('ALLOW_MAIL_TO_LOG_IN_PRODUCTION', false)) {
@@ -209,6 +218,13 @@ export function loadConfig(env: Env = process.env): Config {
     defaultPlan,
     rateLimits: readRateLimits(env, str, problems),
     storage: { driver, s3 },
+    channels: {
+      encryptionKey: encryptionKey ?? Buffer.alloc(0),
+      inboundEmailDomain: (str('INBOUND_EMAIL_DOMAIN') ?? new URL(publicUrl).hostname).toLowerCase(),
+      smtpInPort: str('SMTP_IN_PORT') === null ? null : int('SMTP_IN_PORT', 0, 0, 65535),
+      whatsappGraphUrl: channelUrl('WHATSAPP_GRAPH_URL', 'https://graph.facebook.com/v21.0'),
+      telegramApiUrl: channelUrl('TELEGRAM_API_URL', 'https://api.telegram.org'),
+    },
     apiKeyRateLimitPerMinute: int('API_KEY_RATE_LIMIT', 600, 1, 1_000_000),
     metrics: { token: str('METRICS_TOKEN'), port: str('METRICS_PORT') === null ? null : int('METRICS_PORT', 0, 0, 65535) },
     webhooks: { allowPrivate: bool('WEBHOOKS_ALLOW_PRIVATE', false), timeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 50, 60_000) },
@@ -226,6 +242,7 @@ export function loadConfig(env: Env = process.env): Config {
   for (const kind of Object.keys(given) as (keyof typeof given)[]) {
     config.secrets[kind] = given[kind] ?? generated![kind];
   }
+  if (config.channels.encryptionKey.length === 0) config.channels.encryptionKey = loadGeneratedEncryptionKey(dataDir);
   return config;
 }
 
@@ -291,6 +308,22 @@ function readRateLimits(env: Env, str: (name: string) => string | null, problems
     }
   }
   return rules;
+}
+
+/** The channel-secret key generated on first start outside production and kept in DATA_DIR: sealed secrets stay readable. */
+function loadGeneratedEncryptionKey(dataDir: string): Buffer {
+  const file = path.join(dataDir, 'encryption.key');
+  if (existsSync(file)) {
+    const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+    // Never replaced silently: every stored channel credential is sealed under it.
+    if (key.length !== 32) throw new ConfigError([`${file} does not hold a 32-byte hex key; restore it, or delete it (stored channel credentials become unreadable)`]);
+    return key;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('hex'), { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return key;
 }
 
 /** Secrets generated on first start and kept in DATA_DIR, so tokens survive restarts of a local install. */

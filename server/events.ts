@@ -8,6 +8,7 @@ import type { Ticket } from '../db/models/Ticket.js';
 import type { TicketAction } from './services/tickets/core.js';
 import type { Notification } from '../db/models/Notification.js';
 import type { Logger } from './logger.js';
+import type { ChannelDeliveryView } from './presenters/channel.js';
 
 export interface DomainEvents {
   /** Every session in `sessionIds` was revoked (logout, reuse detection, password change or reset). */
@@ -38,6 +39,8 @@ export interface DomainEvents {
   'knowledge.progress': { organizationId: string; documentId: string; status: string; chunksDone: number; chunksTotal: number };
   /** The AI recorded a question it could not answer (new, or asked in another conversation). */
   'knowledge.unanswered': { organizationId: string; question: { id: string; question: string; occurrences: number; status: string } };
+  /** A channel delivery of an agent's message moved on (sent, delivered, read, failed): agents only. */
+  'channel.delivery_updated': { organizationId: string; delivery: ChannelDeliveryView };
   /** An agent's effective status changed (first socket, last socket, or an explicit choice). */
   'presence.changed': { organizationId: string; userId: string; status: string };
 }

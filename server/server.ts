@@ -39,6 +39,7 @@ import { ObservabilityService } from './services/observability.js';
 import { TemplateService } from './services/templates.js';
 import { IdempotencyKeys, TicketMailer, TicketService } from './services/tickets/index.js';
 import { EmailIdentityService } from './services/email/index.js';
+import { ChannelService } from './services/channels/index.js';
 import { MemoryPresence, RedisPresence, type Presence } from './presence.js';
 import { createRealtime, type Realtime } from '../sockets/index.js';
 import { MembershipCheck } from '../sockets/membership.js';
@@ -124,6 +125,10 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   });
 
   const email = new EmailIdentityService({ knex: db.knex, mailFrom: config.mailFrom });
+  const channels = new ChannelService({
+    knex: db.knex, jobs, events, logger, organizations, contacts, messages, tickets, notifications, email, settings: config.channels,
+    publicUrl: config.publicUrl, smtpUrl: config.smtpUrl, mailFrom: config.mailFrom, host: config.host,
+  });
   const analytics = new AnalyticsService({ knex: db.knex, onRollupError: (err) => logger.warn({ err }, 'rolling up message counts failed') });
   // Webhook secrets must stay usable for signing: kept encrypted under a key derived from a server secret.
   const webhookPolicy = { allowPrivate: config.webhooks.allowPrivate };
@@ -165,6 +170,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     assist,
     analytics,
     email,
+    channels,
     apiKeys,
     webhooks,
     bearerToken: bearerTokenReader(config.allowQueryToken),
@@ -208,6 +214,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
       }
       mailer.start();
       jobs.start();
+      await channels.start();
       storageSweep.start();
       analytics.rollup.start();
       // Old AI-call events and the bodies of old delivered mail are pruned at start and then hourly, on every
@@ -246,6 +253,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
       await closing;
       await presence.close();
       storageSweep.stop();
+      await channels.stop();
       await jobs.stop();
       webhookDeliverer.close();
       await mailer.stop();

@@ -88,6 +88,9 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
     deps.events.on('knowledge.progress', ({ organizationId, documentId, status, chunksDone, chunksTotal }) => {
       nsp(organizationId)?.to(rooms.agents).emit('knowledge_indexing_progress', { documentId, status, chunksDone, chunksTotal });
     }),
+    deps.events.on('channel.delivery_updated', ({ organizationId, delivery }) => {
+      nsp(organizationId)?.to(rooms.agents).emit('message_delivery_updated', { delivery });
+    }),
     deps.events.on('knowledge.unanswered', ({ organizationId, question }) => {
       nsp(organizationId)?.to(rooms.agents).emit('unanswered_question_created', { question });
     }),

@@ -3,6 +3,7 @@
 import type { ContactConflictView, ContactView } from '../server/presenters/contact.js';
 import type { ConversationView, MessageView } from '../server/presenters/conversation.js';
 import type { TicketView } from '../server/presenters/ticket.js';
+import type { ChannelDeliveryView } from '../server/presenters/channel.js';
 import type { LocalAssist } from '../server/services/knowledge/index.js';
 import type { TicketAction } from '../server/services/tickets/index.js';
 import type { NotificationView } from '../server/presenters/notification.js';
@@ -78,6 +79,7 @@ export interface ServerToClientEvents {
   contact_merged: (payload: { contact: ContactView; sourceContactId: string }) => void;
   contact_conflict_created: (payload: { conflict: ContactConflictView }) => void;
   /** Agents only: a knowledge source is being (re)indexed. */
+  message_delivery_updated: (payload: { delivery: ChannelDeliveryView }) => void;
   knowledge_indexing_progress: (payload: { documentId: string; status: string; chunksDone: number; chunksTotal: number }) => void;
   /** Agents only: the AI recorded a question it could not answer. */
   unanswered_question_created: (payload: { question: { id: string; question: string; occurrences: number; status: string } }) => void;

@@ -12,6 +12,7 @@ const SECRETS = {
   JWT_ACCESS_SECRET: 'config-test-access-secret-0123456789abcdef',
   JWT_REFRESH_SECRET: 'config-test-refresh-secret-0123456789abcdef',
   WIDGET_JWT_SECRET: 'config-test-widget-secret-0123456789abcdef',
+  ENCRYPTION_KEY: '00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff',
 };
 /** Production also needs a mail transport. */
 const SMTP = { SMTP_URL: 'smtp://mailer:secret@mail.internal:587' };

@@ -134,11 +134,16 @@ describe('tenancy: every route with a tenant id in its path, generated from the 
       documentId: document.id,
       questionId: question.id,
     });
+    // A channel of A's with one delivery (the row made directly: no job runs).
+    const channel = ok(await a.api.post('/channels/email', { name: 'A mail', address: 'support@tenant-a.test' }, t), 'channel').channel;
+    const [channelDelivery] = await server.db.knex('channel_deliveries').insert({ organization_id: a.orgId, channel_id: channel.id, conversation_id: conversationId, recipient: 'someone@tenant-a.test', status: 'failed' }).returning('id');
+    Object.assign(ids, { channelId: channel.id, channelDeliveryId: (channelDelivery as { id: string }).id });
     visitorB = await newVisitor(b);
   });
 
   /** A's id for a path parameter; `{id}` is named by the segment before it. */
   function idFor(param: string, path: string): string {
+    if (param === 'deliveryId' && path.includes('/channels/')) return ids.channelDeliveryId!;
     if (param !== 'id') return ids[param] ?? '';
     if (path.includes('/templates/')) return ids.templateId!;
     if (path.includes('/notifications/')) return ids.notificationId!;

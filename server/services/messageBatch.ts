@@ -56,7 +56,8 @@ interface AppendRow {
 // NO KEY UPDATE is enough to serialize writers and still lets inserts that merely reference the row (views, runs)
 // through. The `= any(array(...))` lets the planner find the rows by primary key (it cannot size the recordset).
 // Since no lock is waited for, the time taken just before the statement is the time of the write. The NOT EXISTS reads the statement's snapshot; a retry
-// committed meanwhile is caught by the unique index instead.
+// committed meanwhile is caught by the unique index instead. Messages of channel conversations (email, WhatsApp,
+// Telegram) are declined: their replies write a delivery in the transaction, which only the transactional path does.
 const APPEND_SQL = `
 with input as (
   select * from jsonb_to_recordset($1::jsonb) as i(
@@ -69,6 +70,7 @@ target as (
   where c.id = any(array(select conversation_id from input))
     and c.organization_id = i.organization_id and c.status <> 'closed'
     and (i.visitor_session_id is null or c.visitor_session_id = i.visitor_session_id)
+    and c.channel = 'widget'
   order by c.id
   for no key update of c skip locked
 ),

@@ -14,7 +14,14 @@ export type Sender =
   | { type: 'agent'; orgId: string; userId: string }
   | { type: 'visitor'; orgId: string; sessionId: string }
   | { type: 'ai'; orgId: string }
-  | { type: 'system'; orgId: string };
+  | { type: 'system'; orgId: string }
+  /** A customer writing through a channel (email, WhatsApp, Telegram): stored as a visitor message of its contact. */
+  | { type: 'contact'; orgId: string; contactId: string };
+
+/** Writes a channel delivery of a public agent or AI message in a channel conversation, in the message's transaction. */
+export interface ChannelOutbox {
+  record(trx: Knex.Transaction, conversation: Conversation, message: Message): Promise<void>;
+}
 
 export interface SendInput {
   conversationId: string;
@@ -61,7 +68,9 @@ export const MAX_CONTENT_LENGTH = 50_000;
 const NUL_IN_JSON = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 
 /** The id stored as a message's senderId: the agent's user, the visitor's session, none for ai and system. */
-export const senderIdOf = (sender: Sender): string | null => (sender.type === 'agent' ? sender.userId : sender.type === 'visitor' ? sender.sessionId : null);
+export const senderIdOf = (sender: Sender): string | null => (sender.type === 'agent' ? sender.userId : sender.type === 'visitor' ? sender.sessionId : sender.type === 'contact' ? sender.contactId : null);
+/** The sender_type column: a channel's contact writes as the customer side, like a widget visitor. */
+const storedSenderType = (sender: Sender): SenderType => (sender.type === 'contact' ? 'visitor' : sender.type);
 
 export class MessageService {
   /** Called after commit when a send started a new conversation (routing, notifications). */
@@ -69,6 +78,8 @@ export class MessageService {
 
   private readonly batcher: MessageBatcher;
   private webhookOutbox: Outbox | null = null;
+  /** Set when channels are configured on this server: replies in channel conversations leave through it. */
+  channelOutbox: ChannelOutbox | null = null;
   /** Webhook events are written with the message: in its transaction, or in the batch's statement. */
   set outbox(outbox: Outbox | null) {
     this.webhookOutbox = outbox;
@@ -106,7 +117,8 @@ export class MessageService {
     // Most sends are plain appends and go out in a batch with others; the rest (and anything the batch declines)
     // take the transaction below, which holds every rule. Files are written with the message, so those sends take
     // the transaction too and text sends keep the batch to themselves.
-    const { batched, release } = withFiles ? { batched: null, release: () => undefined } : await this.batcher.append(sender, input);
+    // A channel's contact also takes the transaction (channel traffic is light, and the batch knows visitors only).
+    const { batched, release } = withFiles || sender.type === 'contact' ? { batched: null, release: () => undefined } : await this.batcher.append(sender, input);
     if (batched) {
       const result = { ...batched, duplicate: false, started: false };
       this.announce(result);
@@ -130,14 +142,14 @@ export class MessageService {
       // The hot path speaks knex directly: rows come back camelCased (the snake-case mappers sit on knex itself)
       // without Objection's per-query and per-model work, which was most of a send's CPU.
       const conversation = (await trx('conversations').where({ id: input.conversationId, organizationId: sender.orgId }).forNoKeyUpdate().first()) as Conversation | undefined;
-      if (!conversation || (sender.type === 'visitor' && conversation.visitorSessionId !== sender.sessionId)) throw new NotFound('Conversation');
+      if (!conversation || (sender.type === 'visitor' && conversation.visitorSessionId !== sender.sessionId) || (sender.type === 'contact' && conversation.contactId !== sender.contactId)) throw new NotFound('Conversation');
       if (input.clientMessageId) {
         // A statement of its own, after the lock: its snapshot sees what a concurrent sender committed meanwhile
         // (a subquery in the locking SELECT would still read the snapshot taken before the wait).
         const existing = (await trx('messages').where({ conversationId: conversation.id, clientMessageId: input.clientMessageId }).first()) as Message | undefined;
         if (existing) {
           // Only the sender's own retry gets the stored message back: anyone else would read a message (perhaps an internal note) by guessing its id.
-          if (existing.senderType !== sender.type || (existing.senderId ?? null) !== senderIdOf(sender)) throw new Conflict('This clientMessageId is already used by another message');
+          if (existing.senderType !== storedSenderType(sender) || (existing.senderId ?? null) !== senderIdOf(sender)) throw new Conflict('This clientMessageId is already used by another message');
           return { message: existing, conversation, duplicate: true, started: false, reopened: false };
         }
       }
@@ -213,7 +225,7 @@ export class MessageService {
     const isPublicAgentReply = sender.type === 'agent' && !input.private;
     const patch: Partial<Conversation> = { lastSeq: seq, lastMessageAt: now };
     let reopened = false;
-    if (sender.type === 'visitor') {
+    if (sender.type === 'visitor' || sender.type === 'contact') {
       patch.unreadCount = conversation.unreadCount + 1;
       if (conversation.status === 'resolved') {
         patch.status = 'open';
@@ -236,7 +248,7 @@ export class MessageService {
       organizationId: conversation.organizationId,
       conversationId: conversation.id,
       seq,
-      senderType: sender.type as SenderType,
+      senderType: storedSenderType(sender),
       senderId: senderIdOf(sender),
       content: input.content,
       type: input.type ?? 'text',
@@ -244,6 +256,8 @@ export class MessageService {
       metadata: JSON.stringify(input.metadata ?? {}),
       clientMessageId: input.clientMessageId ?? null,
     }, '*')) as Message[];
+    // Only channel conversations pay for this check's outcome; widget chats skip it on the channel's name.
+    if (conversation.channel !== 'widget' && this.channelOutbox && !message!.private && (sender.type === 'agent' || sender.type === 'ai')) await this.channelOutbox.record(trx, updated!, message!);
     if (this.webhookOutbox) {
       if (!message!.private) await this.webhookOutbox.record(trx, conversation.organizationId, 'message.created', {}, { messageId: message!.id });
       if (reopened) await this.webhookOutbox.record(trx, conversation.organizationId, 'conversation.updated', { conversation: presentConversation(updated!), changes: ['status'] });

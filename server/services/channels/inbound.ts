@@ -1,0 +1,118 @@
+// What providers deliver: checked (channel, signature over the raw bytes, rate) before anything is parsed or stored,
+// then stored once per provider message id with its processing job in one transaction; the 200 follows the commit.
+import type { Knex } from 'knex';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { Forbidden, NotFound, RateLimited, Unauthorized, ValidationFailed } from '../../errors.js';
+import type { JobQueue } from '../../jobs/index.js';
+import { safeEqualText, verifyHubSignature, verifyInboundSignature } from './crypto.js';
+import type { ChannelProvisioning } from './provisioning.js';
+import { mailFromJson, mailFromMime, type InboundJsonMail } from './providers/email.js';
+import { telegramMessage, type TelegramUpdate } from './providers/telegram.js';
+import { whatsappEvents, type WhatsAppWebhook } from './providers/whatsapp.js';
+import type { ChannelRow, ChannelType, EmailSecrets, InboundPayload, TelegramSecrets, WhatsAppSecrets } from './types.js';
+
+export const INBOUND_QUEUE = 'channel-inbound';
+
+export interface InboundJob {
+  eventId: string;
+}
+
+export interface StoredInbound {
+  stored: number;
+  duplicates: number;
+}
+
+function parseJson<T>(raw: Buffer): T {
+  try {
+    return JSON.parse(raw.toString('utf8')) as T;
+  } catch {
+    throw new ValidationFailed('The body is not valid JSON', [{ field: 'body', message: 'invalid JSON' }]);
+  }
+}
+
+export class ChannelInbound {
+  private readonly limiter: RateLimiterMemory;
+
+  constructor(private readonly deps: { knex: Knex; jobs: JobQueue; provisioning: ChannelProvisioning; perChannelPerMinute: number }) {
+    // Per instance: a provider's burst at one channel cannot crowd out the others on this instance.
+    this.limiter = new RateLimiterMemory({ points: deps.perChannelPerMinute, duration: 60, keyPrefix: 'channel-inbound' });
+  }
+
+  /** The enabled channel of this type, else 404 (an unknown, disabled or other-type channel looks the same). */
+  private async channel(channelId: string, type: ChannelType): Promise<ChannelRow> {
+    const channel = await this.deps.provisioning.byId(channelId);
+    if (!channel || channel.type !== type || !channel.enabled) throw new NotFound('Channel');
+    return channel;
+  }
+
+  private async consume(channelId: string): Promise<void> {
+    try {
+      await this.limiter.consume(channelId);
+    } catch (err) {
+      if (err instanceof RateLimiterRes) throw new RateLimited(err.msBeforeNext / 1000);
+      throw err;
+    }
+  }
+
+  async email(channelId: string, signature: string, raw: Buffer, contentType: string): Promise<StoredInbound> {
+    const channel = await this.channel(channelId, 'email');
+    if (!signature || !verifyInboundSignature(signature, this.deps.provisioning.secretsOf<EmailSecrets>(channel).signingSecret, raw)) throw new Unauthorized('The X-Inbound-Signature is missing, wrong or outside its 5-minute window');
+    await this.consume(channel.id);
+    const mail = /json/i.test(contentType) ? mailFromJson(parseJson<InboundJsonMail>(raw), raw) : await mailFromMime(raw);
+    if (!mail) throw new ValidationFailed('The mail has no sender address', [{ field: 'from', message: 'is required' }]);
+    return this.store(channel, [{ providerId: mail.messageId!, payload: mail }]);
+  }
+
+  /** Mail that arrived over SMTP for in+<token>@INBOUND_EMAIL_DOMAIN (the SMTP session already accepted it). */
+  async smtp(token: string, raw: Buffer): Promise<StoredInbound | null> {
+    const channel = await this.deps.provisioning.byInboundToken(token);
+    if (!channel || channel.type !== 'email' || !channel.enabled) return null;
+    const mail = await mailFromMime(raw);
+    if (!mail) return null;
+    return this.store(channel, [{ providerId: mail.messageId!, payload: mail }]);
+  }
+
+  async telegram(channelId: string, secretToken: string, raw: Buffer): Promise<StoredInbound> {
+    const channel = await this.channel(channelId, 'telegram');
+    if (!secretToken || !safeEqualText(secretToken, this.deps.provisioning.secretsOf<TelegramSecrets>(channel).webhookSecret)) throw new Unauthorized('The X-Telegram-Bot-Api-Secret-Token is missing or wrong');
+    await this.consume(channel.id);
+    const update = parseJson<TelegramUpdate>(raw);
+    if (typeof update.update_id !== 'number') throw new ValidationFailed('An Update has an update_id', [{ field: 'update_id', message: 'is required' }]);
+    const message = telegramMessage(update);
+    // Updates we do not take are still acknowledged, else Telegram would send them again and again.
+    return message ? this.store(channel, [{ providerId: String(update.update_id), payload: message }]) : { stored: 0, duplicates: 0 };
+  }
+
+  /** Meta's subscription handshake: echo the challenge when the verify token is ours; the channel becomes active. */
+  async whatsappHandshake(channelId: string, mode: string | undefined, verifyToken: string | undefined, challenge: string | undefined): Promise<string> {
+    const channel = await this.channel(channelId, 'whatsapp');
+    if (mode !== 'subscribe' || !verifyToken || !safeEqualText(verifyToken, this.deps.provisioning.secretsOf<WhatsAppSecrets>(channel).verifyToken)) throw new Forbidden('The verify token is wrong');
+    if (channel.status !== 'active') await this.deps.provisioning.setStatus(channel.id, 'active');
+    return challenge ?? '';
+  }
+
+  async whatsapp(channelId: string, signature: string, raw: Buffer): Promise<StoredInbound> {
+    const channel = await this.channel(channelId, 'whatsapp');
+    if (!signature || !verifyHubSignature(signature, this.deps.provisioning.secretsOf<WhatsAppSecrets>(channel).appSecret, raw)) throw new Unauthorized('The X-Hub-Signature-256 is missing or wrong');
+    await this.consume(channel.id);
+    return this.store(channel, whatsappEvents(parseJson<WhatsAppWebhook>(raw)));
+  }
+
+  /** Each event once per (channel, provider id): a provider's redelivery is a no-op that still answers 200. */
+  async store(channel: ChannelRow, events: { providerId: string; payload: InboundPayload }[]): Promise<StoredInbound> {
+    if (events.length === 0) return { stored: 0, duplicates: 0 };
+    return this.deps.knex.transaction(async (trx) => {
+      let stored = 0;
+      for (const event of events) {
+        const [row] = (await trx('inbound_events')
+          .insert({ organizationId: channel.organizationId, channelId: channel.id, providerId: event.providerId.slice(0, 998), kind: event.payload.kind, payload: JSON.stringify(event.payload) })
+          .onConflict(['channel_id', 'provider_id']).ignore()
+          .returning('id')) as { id: string }[];
+        if (!row) continue;
+        stored += 1;
+        await this.deps.jobs.enqueue<InboundJob>(INBOUND_QUEUE, { eventId: row.id }, { organizationId: channel.organizationId, trx });
+      }
+      return { stored, duplicates: events.length - stored };
+    });
+  }
+}

@@ -1,0 +1,90 @@
+// Channels (email, WhatsApp, Telegram): provisioning, inbound webhooks and SMTP, processing and outbound deliveries,
+// wired on the shared job queue.
+import type { Knex } from 'knex';
+import type { DomainEventBus } from '../../events.js';
+import type { JobQueue } from '../../jobs/index.js';
+import type { Logger } from '../../logger.js';
+import type { ContactService } from '../contacts/index.js';
+import type { EmailIdentityService } from '../email/index.js';
+import type { MessageService } from '../messages.js';
+import type { NotificationService } from '../notifications.js';
+import type { OrganizationService } from '../organizations.js';
+import type { TicketService } from '../tickets/index.js';
+import { SecretSealer } from './crypto.js';
+import { ChannelInbound, INBOUND_QUEUE, type InboundJob } from './inbound.js';
+import { ChannelDeliveries, DELIVERY_QUEUE, DELIVERY_RETRY_SECONDS, type DeliveryJob } from './outbound.js';
+import { InboundProcessor } from './process.js';
+import { EmailSender } from './providers/email.js';
+import { ChannelProvisioning } from './provisioning.js';
+import { SmtpInbound } from './smtpIn.js';
+
+export { signInbound, SecretSealer } from './crypto.js';
+export { DELIVERY_QUEUE, DELIVERY_RETRY_SECONDS } from './outbound.js';
+export { INBOUND_QUEUE } from './inbound.js';
+export type { ChannelPatch, VerifyCheck } from './provisioning.js';
+export type * from './types.js';
+
+export interface ChannelSettings {
+  encryptionKey: Buffer;
+  inboundEmailDomain: string;
+  smtpInPort: number | null;
+  whatsappGraphUrl: string;
+  telegramApiUrl: string;
+}
+
+export interface ChannelDeps {
+  knex: Knex;
+  jobs: JobQueue;
+  events: DomainEventBus;
+  logger: Logger;
+  organizations: OrganizationService;
+  contacts: ContactService;
+  messages: MessageService;
+  tickets: TicketService;
+  notifications: NotificationService;
+  email: EmailIdentityService;
+  settings: ChannelSettings;
+  publicUrl: string;
+  smtpUrl: string | null;
+  mailFrom: string;
+  host: string;
+  /** Inbound webhook calls one channel may take per minute on one instance. */
+  inboundPerMinute?: number;
+}
+
+export class ChannelService {
+  readonly provisioning: ChannelProvisioning;
+  readonly inbound: ChannelInbound;
+  readonly deliveries: ChannelDeliveries;
+  readonly smtpIn: SmtpInbound;
+  private readonly emailSender: EmailSender;
+  /** The bound SMTP_IN_PORT once started (null when inbound SMTP is off). */
+  smtpInPort: number | null = null;
+
+  constructor(private readonly deps: ChannelDeps) {
+    const { knex, jobs, settings } = deps;
+    const sealer = new SecretSealer(settings.encryptionKey);
+    this.provisioning = new ChannelProvisioning({ knex, sealer, organizations: deps.organizations, urls: { publicUrl: deps.publicUrl, inboundEmailDomain: settings.inboundEmailDomain, telegramApiUrl: settings.telegramApiUrl } });
+    this.inbound = new ChannelInbound({ knex, jobs, provisioning: this.provisioning, perChannelPerMinute: deps.inboundPerMinute ?? 600 });
+    this.emailSender = new EmailSender(deps.smtpUrl);
+    this.deliveries = new ChannelDeliveries({
+      knex, jobs, events: deps.events, notifications: deps.notifications, provisioning: this.provisioning, email: deps.email, emailSender: this.emailSender,
+      mailFrom: deps.mailFrom, whatsappGraphUrl: settings.whatsappGraphUrl, telegramApiUrl: settings.telegramApiUrl, logger: deps.logger,
+    });
+    const processor = new InboundProcessor({ knex, events: deps.events, contacts: deps.contacts, messages: deps.messages, tickets: deps.tickets, deliveries: this.deliveries });
+    this.smtpIn = new SmtpInbound({ inbound: this.inbound, domain: settings.inboundEmailDomain, logger: deps.logger });
+    jobs.define<InboundJob>({ queue: INBOUND_QUEUE, handle: (job) => processor.handle(job), retryDelaysSeconds: [5, 30, 120, 600, 3600] });
+    jobs.define<DeliveryJob>({ queue: DELIVERY_QUEUE, handle: (job) => this.deliveries.handle(job), retryDelaysSeconds: DELIVERY_RETRY_SECONDS });
+    // Replies in channel conversations write their delivery inside the message's transaction.
+    deps.messages.channelOutbox = this.deliveries;
+  }
+
+  async start(): Promise<void> {
+    if (this.deps.settings.smtpInPort !== null) this.smtpInPort = await this.smtpIn.listen(this.deps.settings.smtpInPort, this.deps.host);
+  }
+
+  async stop(): Promise<void> {
+    await this.smtpIn.close();
+    this.emailSender.close();
+  }
+}

@@ -1,0 +1,88 @@
+// Email: reading an inbound mail (MIME, or the JSON a mail provider posts) and sending a reply over SMTP, threaded.
+import { createHash } from 'node:crypto';
+import { simpleParser, type AddressObject } from 'mailparser';
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { InboundMessage } from '../types.js';
+import { PROVIDER_TIMEOUT_MS, ProviderError } from './errors.js';
+
+export interface InboundJsonMail {
+  from?: unknown;
+  to?: unknown;
+  subject?: unknown;
+  text?: unknown;
+  html?: unknown;
+  messageId?: unknown;
+  inReplyTo?: unknown;
+  references?: unknown;
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() ? v.trim() : null);
+const ids = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? v.split(/\s+/) : []).map((x) => x.trim()).filter(Boolean);
+const stripHtml = (html: string) => html.replace(/<style[\s\S]*?<\/style>|<script[\s\S]*?<\/script>/gi, '').replace(/<br\s*\/?>|<\/p>/gi, '\n').replace(/<[^>]+>/g, '').replace(/\n{3,}/g, '\n\n').trim();
+
+/** `Name <a@b>` or `a@b` into its parts. */
+function mailbox(value: string): { address: string; name: string | null } {
+  const m = /^\s*"?([^"<]*?)"?\s*<([^<>\s]+)>\s*$/.exec(value);
+  return m ? { address: m[2]!.toLowerCase(), name: m[1]!.trim() || null } : { address: value.trim().toLowerCase(), name: null };
+}
+
+/** Without a Message-ID, the same bytes are the same mail. */
+const contentId = (raw: Buffer) => `<sha256-${createHash('sha256').update(raw).digest('hex')}@inbound>`;
+
+export function mailFromJson(body: InboundJsonMail, raw: Buffer): InboundMessage | null {
+  const from = str(body.from);
+  if (!from) return null;
+  const who = mailbox(from);
+  const text = str(body.text) ?? (str(body.html) ? stripHtml(String(body.html)) : '');
+  return { kind: 'message', from: who.address, fromName: who.name, subject: str(body.subject), text: text || '(no text)', messageId: str(body.messageId) ?? contentId(raw), inReplyTo: str(body.inReplyTo), references: ids(body.references) };
+}
+
+export async function mailFromMime(raw: Buffer): Promise<InboundMessage | null> {
+  const parsed = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true });
+  const from = (parsed.from as AddressObject | undefined)?.value[0];
+  if (!from?.address) return null;
+  const text = parsed.text?.trim() || (parsed.html ? stripHtml(parsed.html) : '');
+  return {
+    kind: 'message', from: from.address.toLowerCase(), fromName: from.name || null, subject: parsed.subject ?? null, text: text || '(no text)',
+    messageId: parsed.messageId ?? contentId(raw), inReplyTo: parsed.inReplyTo ?? null, references: ids(parsed.references),
+  };
+}
+
+export interface OutgoingMail {
+  from: { name: string; address: string };
+  replyTo?: string;
+  to: string;
+  subject: string;
+  text: string;
+  messageId: string;
+  inReplyTo?: string;
+  references?: string[];
+}
+
+/** SMTP delivery for channel replies: 4xx and connection trouble retry, 5xx is final. */
+export class EmailSender {
+  private readonly transport: Transporter | null;
+
+  constructor(smtpUrl: string | null) {
+    // Timeouts in the URL's query (nodemailer reads them there), so a stuck server cannot hold a worker.
+    const url = smtpUrl ? new URL(smtpUrl) : null;
+    if (url && !url.searchParams.has('socketTimeout')) url.searchParams.set('socketTimeout', String(PROVIDER_TIMEOUT_MS));
+    if (url && !url.searchParams.has('connectionTimeout')) url.searchParams.set('connectionTimeout', String(PROVIDER_TIMEOUT_MS));
+    this.transport = url ? nodemailer.createTransport(url.toString()) : null;
+  }
+
+  async send(mail: OutgoingMail): Promise<string> {
+    if (!this.transport) throw new ProviderError('no SMTP_URL is configured', false);
+    try {
+      await this.transport.sendMail({ ...mail, references: mail.references?.length ? mail.references : undefined });
+    } catch (err) {
+      const code = (err as { responseCode?: number }).responseCode;
+      throw new ProviderError(`SMTP: ${err instanceof Error ? err.message.slice(0, 200) : 'failed'}`, code === undefined || code < 500);
+    }
+    return mail.messageId;
+  }
+
+  close(): void {
+    this.transport?.close();
+  }
+}

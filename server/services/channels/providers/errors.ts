@@ -1,0 +1,45 @@
+// How a provider call failed, as the outbound worker needs to know: try again (when), or stop (and why).
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    /** Timeouts, 429 and 5xx: worth another attempt. */
+    readonly retryable: boolean,
+    /** Seconds the provider asked us to wait (Retry-After). */
+    readonly retryAfterSeconds?: number,
+    /** The final status this failure means for the delivery. */
+    readonly finalStatus: 'failed' | 'outside_window' = 'failed',
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
+/** Provider calls time out rather than hold a worker. */
+export const PROVIDER_TIMEOUT_MS = 15_000;
+
+/** A JSON POST whose network failures, timeouts, 429 and 5xx come back as retryable ProviderErrors. */
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown>; retryAfter: number | undefined }> {
+  let res: Response;
+  try {
+    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) });
+  } catch (err) {
+    throw new ProviderError(`request failed: ${err instanceof Error ? err.name : 'error'}`, true);
+  }
+  const text = await res.text().catch(() => '');
+  let json: Record<string, unknown> = {};
+  try {
+    json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+  } catch {
+    json = {};
+  }
+  const header = res.headers.get('retry-after');
+  const retryAfter = header && /^\d+$/.test(header) ? Number(header) : header && !Number.isNaN(Date.parse(header)) ? Math.max(0, Math.ceil((Date.parse(header) - Date.now()) / 1000)) : undefined;
+  return { status: res.status, json, retryAfter };
+}
+
+/** The common reading of an HTTP status: 2xx fine, 429/5xx retry, other 4xx final. */
+export function failureOf(status: number, description: string, retryAfter: number | undefined): ProviderError | null {
+  if (status >= 200 && status < 300) return null;
+  if (status === 429 || status >= 500) return new ProviderError(`HTTP ${status}: ${description}`.slice(0, 300), true, retryAfter);
+  return new ProviderError(`HTTP ${status}: ${description}`.slice(0, 300), false);
+}

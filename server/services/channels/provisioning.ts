@@ -1,0 +1,173 @@
+// Creating, changing and removing an organization's channels: credentials sealed at rest, the plan's `channels`
+// limit, and the provider handshakes (Telegram's getMe + setWebhook) that make a channel usable.
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { NotFound, PlanLimitReached, ValidationFailed } from '../../errors.js';
+import type { OrganizationService } from '../organizations.js';
+import { withinLimit } from '../plans.js';
+import type { SecretSealer } from './crypto.js';
+import { TelegramApi } from './providers/telegram.js';
+import type { ChannelRow, ChannelSecrets, ChannelStatus, ChannelType, EmailSecrets, TelegramSecrets, WhatsAppSecrets } from './types.js';
+
+export interface ChannelUrls {
+  publicUrl: string;
+  inboundEmailDomain: string;
+  telegramApiUrl: string;
+}
+
+export interface ChannelPatch {
+  name?: string;
+  enabled?: boolean;
+  botToken?: string;
+  accessToken?: string;
+  appSecret?: string;
+}
+
+export interface VerifyCheck {
+  name: string;
+  ok: boolean;
+  detail?: string;
+}
+
+const randomSecret = () => randomBytes(32).toString('base64url');
+
+export class ChannelProvisioning {
+  constructor(private readonly deps: { knex: Knex; sealer: SecretSealer; organizations: OrganizationService; urls: ChannelUrls }) {}
+
+  inboundUrl(channel: Pick<ChannelRow, 'id' | 'type'>): string {
+    return `${this.deps.urls.publicUrl}/api/v1/channels/${channel.type}/inbound/${channel.id}`;
+  }
+
+  smtpAddress(channel: Pick<ChannelRow, 'inboundToken'>): string {
+    return `in+${channel.inboundToken}@${this.deps.urls.inboundEmailDomain}`;
+  }
+
+  secretsOf<T extends ChannelSecrets>(channel: ChannelRow): T {
+    return this.deps.sealer.open<T>(channel.secrets);
+  }
+
+  async list(orgId: string, opts: { limit: number; offset: number }): Promise<{ channels: ChannelRow[]; total: number }> {
+    const base = this.deps.knex('channels').where({ organizationId: orgId });
+    const [channels, count] = await Promise.all([base.clone().orderBy('createdAt', 'desc').orderBy('id').limit(opts.limit).offset(opts.offset), base.clone().count<{ count: string }[]>('* as count')]);
+    return { channels: channels as ChannelRow[], total: Number(count[0]?.count ?? 0) };
+  }
+
+  async get(orgId: string, channelId: string): Promise<ChannelRow> {
+    const row = (await this.deps.knex('channels').where({ organizationId: orgId, id: channelId }).first()) as ChannelRow | undefined;
+    if (!row) throw new NotFound('Channel');
+    return row;
+  }
+
+  /** Any organization's channel, for provider webhooks that name only the channel. */
+  async byId(channelId: string): Promise<ChannelRow | null> {
+    return ((await this.deps.knex('channels').where({ id: channelId }).first()) as ChannelRow | undefined) ?? null;
+  }
+
+  async byInboundToken(token: string): Promise<ChannelRow | null> {
+    return ((await this.deps.knex('channels').where({ inboundToken: token.toLowerCase() }).first()) as ChannelRow | undefined) ?? null;
+  }
+
+  async createEmail(orgId: string, input: { name: string; address: string; domain?: string }): Promise<{ channel: ChannelRow; secrets: EmailSecrets }> {
+    const address = input.address.toLowerCase();
+    const domain = (input.domain ?? address.split('@')[1]!).toLowerCase();
+    const secrets: EmailSecrets = { signingSecret: randomSecret() };
+    const channel = await this.insert(orgId, { type: 'email', name: input.name, status: 'active', config: { address, domain, emails: [address] } }, secrets);
+    return { channel, secrets };
+  }
+
+  async createTelegram(orgId: string, input: { name: string; botToken: string }): Promise<ChannelRow> {
+    await this.assertRoom(orgId);
+    const id = randomUUID();
+    const secrets: TelegramSecrets = { botToken: input.botToken, webhookSecret: randomSecret() };
+    const api = new TelegramApi(this.deps.urls.telegramApiUrl, input.botToken);
+    const bot = await api.getMe().catch((err: Error) => {
+      throw new ValidationFailed(`Telegram refused the bot token: ${err.message}`, [{ field: 'botToken', message: 'refused by Telegram' }]);
+    });
+    await api.setWebhook(this.inboundUrl({ id, type: 'telegram' }), secrets.webhookSecret).catch((err: Error) => {
+      throw new ValidationFailed(`Telegram refused the webhook: ${err.message}`, [{ field: 'botToken', message: 'setWebhook failed' }]);
+    });
+    return this.insert(orgId, { id, type: 'telegram', name: input.name, status: 'active', config: { botId: bot.id, botUsername: bot.username ?? null } }, secrets);
+  }
+
+  async createWhatsApp(orgId: string, input: { name: string; phoneNumberId: string; wabaId: string; accessToken: string; appSecret: string }): Promise<{ channel: ChannelRow; secrets: WhatsAppSecrets }> {
+    const secrets: WhatsAppSecrets = { accessToken: input.accessToken, appSecret: input.appSecret, verifyToken: randomSecret() };
+    // Pending until Meta calls the verification handshake with the verify token.
+    const channel = await this.insert(orgId, { type: 'whatsapp', name: input.name, status: 'pending', config: { phoneNumberId: input.phoneNumberId, wabaId: input.wabaId } }, secrets);
+    return { channel, secrets };
+  }
+
+  async update(orgId: string, channelId: string, patch: ChannelPatch): Promise<ChannelRow> {
+    const channel = await this.get(orgId, channelId);
+    const change: Record<string, unknown> = { updatedAt: new Date() };
+    if (patch.name !== undefined) change.name = patch.name;
+    if (patch.enabled !== undefined) {
+      change.enabled = patch.enabled;
+      change.status = patch.enabled ? (channel.status === 'disabled' ? (channel.type === 'whatsapp' ? 'pending' : 'active') : channel.status) : 'disabled';
+    }
+    const credentials = { botToken: patch.botToken, accessToken: patch.accessToken, appSecret: patch.appSecret };
+    const given = Object.entries(credentials).filter(([, v]) => v !== undefined);
+    if (given.length) {
+      const allowed = channel.type === 'telegram' ? ['botToken'] : channel.type === 'whatsapp' ? ['accessToken', 'appSecret'] : [];
+      const wrong = given.find(([k]) => !allowed.includes(k));
+      if (wrong) throw new ValidationFailed(`A ${channel.type} channel has no ${wrong[0]}`, [{ field: wrong[0], message: 'not for this channel type' }]);
+      change.secrets = this.deps.sealer.seal({ ...this.secretsOf(channel), ...Object.fromEntries(given) });
+    }
+    const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update(change, '*')) as ChannelRow[];
+    return row!;
+  }
+
+  async setAddresses(orgId: string, channelId: string, emails: string[]): Promise<ChannelRow> {
+    const channel = await this.get(orgId, channelId);
+    if (channel.type !== 'email') throw new ValidationFailed('Only an email channel has addresses', [{ field: 'emails', message: 'not an email channel' }]);
+    const list = [...new Set(emails.map((e) => e.toLowerCase()))];
+    const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update({ config: JSON.stringify({ ...channel.config, emails: list }), updatedAt: new Date() }, '*')) as ChannelRow[];
+    return row!;
+  }
+
+  async remove(orgId: string, channelId: string): Promise<void> {
+    const channel = await this.get(orgId, channelId);
+    await this.deps.knex('channels').where({ id: channel.id }).delete();
+  }
+
+  /** Checks what can be checked from here; Telegram asks getMe again. */
+  async verify(orgId: string, channelId: string): Promise<{ status: ChannelStatus; checks: VerifyCheck[]; channel: ChannelRow }> {
+    const channel = await this.get(orgId, channelId);
+    const checks: VerifyCheck[] = [{ name: 'enabled', ok: channel.enabled }];
+    let readable = true;
+    try {
+      this.secretsOf(channel);
+    } catch {
+      readable = false;
+    }
+    checks.push({ name: 'credentials_readable', ok: readable });
+    if (channel.type === 'telegram' && readable) {
+      const ok = await new TelegramApi(this.deps.urls.telegramApiUrl, this.secretsOf<TelegramSecrets>(channel).botToken).getMe().then(() => true, () => false);
+      checks.push({ name: 'bot_token', ok });
+    }
+    if (channel.type === 'whatsapp') checks.push({ name: 'webhook_verified', ok: channel.status === 'active', ...(channel.status === 'active' ? {} : { detail: 'Meta has not called the verification handshake yet' }) });
+    const status: ChannelStatus = !channel.enabled ? 'disabled' : checks.every((c) => c.ok) ? 'active' : channel.type === 'whatsapp' && readable ? 'pending' : 'failed';
+    const failed = checks.find((c) => !c.ok);
+    const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update({ status, lastError: failed && status === 'failed' ? `check failed: ${failed.name}` : null, updatedAt: new Date() }, '*')) as ChannelRow[];
+    return { status, checks, channel: row! };
+  }
+
+  async setStatus(channelId: string, status: ChannelStatus, lastError: string | null = null): Promise<void> {
+    await this.deps.knex('channels').where({ id: channelId }).update({ status, lastError, updatedAt: new Date() });
+  }
+
+  private async assertRoom(orgId: string): Promise<void> {
+    const { limits, plan } = await this.deps.organizations.entitlements(orgId);
+    const [{ count }] = (await this.deps.knex('channels').where({ organizationId: orgId }).count('* as count')) as { count: string }[];
+    if (!withinLimit(limits.channels, Number(count))) throw new PlanLimitReached(`The ${plan} plan allows ${limits.channels} channels; upgrade to add more`);
+  }
+
+  private async insert(orgId: string, row: { id?: string; type: ChannelType; name: string; status: ChannelStatus; config: Record<string, unknown> }, secrets: ChannelSecrets): Promise<ChannelRow> {
+    if (!row.id) await this.assertRoom(orgId);
+    const [inserted] = (await this.deps.knex('channels').insert({
+      ...(row.id ? { id: row.id } : {}),
+      organizationId: orgId, type: row.type, name: row.name, status: row.status, config: JSON.stringify(row.config),
+      secrets: this.deps.sealer.seal(secrets), inboundToken: randomBytes(12).toString('hex'),
+    }, '*')) as ChannelRow[];
+    return inserted!;
+  }
+}

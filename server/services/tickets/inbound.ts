@@ -1,0 +1,42 @@
+// A requester's mail answering a ticket: a `reply` event from the contact on the ticket's timeline; a resolved ticket
+// opens again, a closed one gets a follow-up ticket (the closed one stays closed), agents hear `ticket_updated`.
+import type { Ticket } from '../../../db/models/Ticket.js';
+import type { TicketEvent } from '../../../db/models/TicketEvent.js';
+import type { TicketActor, TicketCore } from './core.js';
+import { statusPatch } from './rules.js';
+
+export interface InboundTicketMail {
+  content: string;
+  from: string;
+  subject: string | null;
+  messageId: string | null;
+  contactId: string | null;
+}
+
+export async function receiveTicketMail(core: TicketCore, target: Ticket, mail: InboundTicketMail): Promise<{ ticket: Ticket; event: TicketEvent; followUp: boolean }> {
+  return core.run(async (trx, fx) => {
+    let ticket = await core.lock(trx, target.organizationId, target.id);
+    let followUp = false;
+    if (ticket.status === 'closed' || ticket.status === 'merged') {
+      // Nobody acted but the platform: the created event says system, and createdBy stays empty.
+      const platform = { type: 'system', orgId: ticket.organizationId } as unknown as TicketActor;
+      const title = (mail.subject ?? ticket.title).replace(/^\s*((re|fwd?|aw|wg)\s*:\s*)*/i, '').replace(/\[#\d+\]\s*/, '').trim() || ticket.title;
+      ticket = await core.insertTicket(trx, fx, platform, { title: title.slice(0, 200), description: `Follow-up of ticket #${ticket.number}` }, 'email', {
+        contactId: ticket.contactId, requesterName: ticket.requesterName, requesterEmail: ticket.requesterEmail,
+      });
+      followUp = true;
+    } else if (ticket.status === 'resolved') {
+      const reopened = await core.models.Ticket.query(trx).patchAndFetchById(ticket.id, { ...statusPatch('open', new Date()), updatedAt: new Date() });
+      await core.addEvent(trx, reopened, 'system', 'status_changed', { content: 'The requester answered by mail', data: { from: 'resolved', to: 'open' } });
+      fx.announce('status_changed', reopened);
+      ticket = reopened;
+    }
+    const event = await core.models.TicketEvent.query(trx).insertAndFetch({
+      organizationId: ticket.organizationId, ticketId: ticket.id, type: 'reply', actorType: 'contact', actorId: mail.contactId,
+      content: mail.content, data: { direction: 'inbound', from: mail.from, messageId: mail.messageId }, clientMessageId: null,
+    });
+    const touched = await core.models.Ticket.query(trx).patchAndFetchById(ticket.id, { updatedAt: new Date() });
+    if (!followUp) fx.announce('replied', touched);
+    return { ticket: touched, event, followUp };
+  });
+}

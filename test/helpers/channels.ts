@@ -1,0 +1,26 @@
+// Channel test helpers: signed inbound calls and the rows behind them.
+import type { AppServer } from '../../server/server.js';
+import { signInbound } from '../../server/services/channels/index.js';
+import type { Api, ApiResponse } from './http.js';
+
+/** A fixed key, so servers sharing one PostgreSQL database open each other's sealed channel secrets. */
+export const TEST_ENCRYPTION_KEY = '0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0';
+
+export function mime(m: { from: string; to?: string; subject: string; text: string; messageId: string; inReplyTo?: string; references?: string }): string {
+  return [
+    `From: ${m.from}`, `To: ${m.to ?? 'support@acme.test'}`, `Subject: ${m.subject}`, `Message-ID: ${m.messageId}`,
+    ...(m.inReplyTo ? [`In-Reply-To: ${m.inReplyTo}`] : []), ...(m.references ? [`References: ${m.references}`] : []),
+    'Date: Mon, 23 Nov 2026 10:00:00 +0000', 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', '', m.text, '',
+  ].join('\r\n');
+}
+
+export function postSignedMail(api: Api, channelId: string, secret: string, raw: string, opts: { t?: number; contentType?: string; signature?: string } = {}): Promise<ApiResponse> {
+  return api.request('POST', `/channels/email/inbound/${channelId}`, {
+    rawBody: raw,
+    headers: { 'content-type': opts.contentType ?? 'message/rfc822', 'x-inbound-signature': opts.signature ?? signInbound(secret, raw, opts.t) },
+  });
+}
+
+export async function inboundEvents(server: AppServer, channelId: string): Promise<{ id: string; status: string; providerId: string; conversationId: string | null; ticketId: string | null }[]> {
+  return server.db.knex('inbound_events').where({ channelId }).orderBy('createdAt');
+}
