@@ -161,7 +161,7 @@ describe('config', () => {
       for (const name of ['JWT_ACCESS_SECRET', 'JWT_REFRESH_SECRET', 'WIDGET_JWT_SECRET']) expect(err.message).to.include(name);
       expect(existsSync(path.join(dir, 'secrets.json')), 'production never generates secrets').to.equal(false);
 
-      const oneMissing = configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SMTP, JWT_ACCESS_SECRET: SECRETS.JWT_ACCESS_SECRET, WIDGET_JWT_SECRET: SECRETS.WIDGET_JWT_SECRET });
+      const oneMissing = configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SMTP, JWT_ACCESS_SECRET: SECRETS.JWT_ACCESS_SECRET, WIDGET_JWT_SECRET: SECRETS.WIDGET_JWT_SECRET, ENCRYPTION_KEY: SECRETS.ENCRYPTION_KEY });
       expect(oneMissing.problems).to.have.length(1);
       expect(oneMissing.message).to.include('JWT_REFRESH_SECRET').and.not.include('JWT_ACCESS_SECRET').and.not.include('WIDGET_JWT_SECRET');
     });

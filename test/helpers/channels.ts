@@ -24,3 +24,18 @@ export function postSignedMail(api: Api, channelId: string, secret: string, raw:
 export async function inboundEvents(server: AppServer, channelId: string): Promise<{ id: string; status: string; providerId: string; conversationId: string | null; ticketId: string | null }[]> {
   return server.db.knex('inbound_events').where({ channelId }).orderBy('createdAt');
 }
+
+/**
+ * Runs due jobs until none is due or running: drain() alone returns while a job the poller claimed right after a
+ * commit is still running.
+ */
+export async function quiesce(server: AppServer): Promise<void> {
+  const { knex } = server.db;
+  for (let i = 0; i < 200; i++) {
+    await server.jobs.drain();
+    const busy = await knex('jobs').where('status', 'running').orWhere((q) => q.where('status', 'pending').where('run_at', '<=', knex.fn.now())).first();
+    if (!busy) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('jobs did not settle');
+}

@@ -139,7 +139,7 @@ export class ChannelDeliveries implements ChannelOutbox, DeliveryUpdates {
     const [row] = (await this.deps.knex('channel_deliveries').where({ id: delivery.id }).update({ status, lastError: error?.slice(0, 500) ?? null, updatedAt: new Date() }, '*')) as DeliveryRow[];
     this.deps.events.publish('channel.delivery_updated', { organizationId: delivery.organizationId, delivery: presentDelivery(row!) });
     if (!notify) return;
-    const admins = (await this.deps.knex('memberships').where({ organizationId: delivery.organizationId, status: 'accepted' }).whereIn('role', ['owner', 'admin']).pluck('userId')) as string[];
+    const admins = ((await this.deps.knex('memberships').where({ organizationId: delivery.organizationId, status: 'accepted' }).whereIn('role', ['owner', 'admin']).select('userId')) as { userId: string }[]).map((m) => m.userId);
     await this.deps.notifications
       .notify(delivery.organizationId, admins, { type: 'channel_failed', title: 'A channel message could not be delivered', body: error, data: { channelId: delivery.channelId, deliveryId: delivery.id, conversationId: delivery.conversationId, status } })
       .catch((err) => this.deps.logger.warn({ err, deliveryId: delivery.id }, 'could not notify admins of a failed channel delivery'));

@@ -1,0 +1,225 @@
+// Telegram and WhatsApp channels against fake provider APIs on loopback: provisioning (getMe + setWebhook, the
+// WhatsApp handshake), authenticated inbound (wrong secrets 401, redeliveries stored once), and outbound replies
+// retried after 500 and after 429 with Retry-After (driven by jobs.drain and run_at), statuses and the 24-hour rule.
+import { createHmac, randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { signUp, type SignedUp } from './helpers/factories.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { expectError } from './helpers/tenancy.js';
+import { connectOk, nextEvent, type ClientSocket } from './helpers/sockets.js';
+import { ok } from './helpers/tickets.js';
+import { inboundEvents, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
+import { DELIVERY_QUEUE } from '../server/services/channels/index.js';
+
+interface FakeCall {
+  path: string;
+  body: any;
+  headers: IncomingMessage['headers'];
+}
+interface FakeAnswer {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/** A provider API that records each call and answers from a queue per path suffix (else the default). */
+async function fakeProvider(defaults: (path: string, body: any) => FakeAnswer): Promise<{ url: string; calls: FakeCall[]; queue: Map<string, FakeAnswer[]>; close(): Promise<void> }> {
+  const calls: FakeCall[] = [];
+  const queue = new Map<string, FakeAnswer[]>();
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const body = text ? JSON.parse(text) : {};
+      const path = req.url ?? '';
+      calls.push({ path, body, headers: req.headers });
+      const key = [...queue.keys()].find((k) => path.endsWith(k) && queue.get(k)!.length > 0);
+      const answer = key ? queue.get(key)!.shift()! : defaults(path, body);
+      res.writeHead(answer.status, { 'content-type': 'application/json', ...(answer.headers ?? {}) });
+      res.end(JSON.stringify(answer.body));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, calls, queue, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+describe('Channels: Telegram and WhatsApp', function () {
+  this.timeout(120_000);
+  let test: TestServer;
+  let telegram: Awaited<ReturnType<typeof fakeProvider>>;
+  let graph: Awaited<ReturnType<typeof fakeProvider>>;
+  let socket: ClientSocket | null = null;
+
+  before(async () => {
+    telegram = await fakeProvider((path) => {
+      if (path.startsWith('/botbad-token/')) return { status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } };
+      if (path.endsWith('/getMe')) return { status: 200, body: { ok: true, result: { id: 777, is_bot: true, username: 'acme_bot' } } };
+      if (path.endsWith('/setWebhook')) return { status: 200, body: { ok: true, result: true } };
+      return { status: 200, body: { ok: true, result: { message_id: 4242 } } };
+    });
+    graph = await fakeProvider(() => ({ status: 200, body: { messaging_product: 'whatsapp', messages: [{ id: `wamid.OUT-${randomUUID()}` }] } }));
+    test = await startTestServer({ ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, TELEGRAM_API_URL: telegram.url, WHATSAPP_GRAPH_URL: graph.url });
+  });
+
+  after(async () => {
+    socket?.disconnect();
+    await test?.stop();
+    await telegram?.close();
+    await graph?.close();
+  });
+
+  const deliveryJob = () => test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE }).orderBy('createdAt', 'desc').first();
+  /** Makes the waiting retry due now (instead of sleeping through its delay) and runs it. */
+  const runRetryNow = async () => {
+    await test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE, status: 'pending' }).update({ run_at: test.server.db.knex.fn.now() });
+    await quiesce(test.server);
+  };
+
+  describe('Telegram', () => {
+    let owner: SignedUp;
+    let channelId: string;
+    let webhookSecret: string;
+    const update = (id: number, text: string) => ({ update_id: id, message: { message_id: id, from: { id: 99, first_name: 'Tom', last_name: 'Tester' }, chat: { id: 99, type: 'private' }, date: 1, text } });
+
+    before(async () => {
+      owner = await signUp(test.server, test.baseUrl);
+    });
+
+    it('refuses a bot token Telegram refuses (400), and sets the webhook with a secret token for a good one', async () => {
+      expectError(await owner.api.post('/channels/telegram', { name: 'Bot', botToken: 'bad-token' }, { token: owner.accessToken }), 400, 'validation_failed');
+      const data = ok(await owner.api.post('/channels/telegram', { name: 'Bot', botToken: 'good-token' }, { token: owner.accessToken }), 201);
+      channelId = data.id;
+      expect(data).to.include({ type: 'telegram', status: 'active' });
+      expect(data.config.botUsername).to.equal('acme_bot');
+      expect(JSON.stringify(data)).not.to.contain('good-token');
+      const set = telegram.calls.find((c) => c.path === '/botgood-token/setWebhook')!;
+      expect(set.body.url).to.match(new RegExp(`/api/v1/channels/telegram/inbound/${channelId}$`));
+      webhookSecret = set.body.secret_token;
+      expect(webhookSecret).to.have.length.greaterThan(20);
+    });
+
+    it('takes updates with the secret token only, once per update_id, as a live conversation', async () => {
+      const path = `/channels/telegram/inbound/${channelId}`;
+      expectError(await owner.api.post(path, update(1, 'Hi'), { headers: { 'x-telegram-bot-api-secret-token': 'wrong' } }), 401, 'unauthorized');
+      expectError(await owner.api.post(path, update(1, 'Hi')), 401, 'unauthorized');
+      expect(await inboundEvents(test.server, channelId)).to.deep.equal([]);
+      socket = await connectOk(test.baseUrl, owner.orgId, owner.accessToken);
+      const live = nextEvent(socket, 'new_message', (p) => p.message.content === 'Hello from Telegram', 15_000);
+      const headers = { 'x-telegram-bot-api-secret-token': webhookSecret };
+      expect(ok(await owner.api.post(path, update(1001, 'Hello from Telegram'), { headers }), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
+      expect(ok(await owner.api.post(path, update(1001, 'Hello from Telegram'), { headers }), 200)).to.deep.equal({ stored: 0, duplicates: 1 });
+      const event = (await live) as any;
+      const conversation = await test.server.db.knex('conversations').where({ id: event.message.conversationId }).first();
+      expect(conversation).to.include({ channel: 'telegram', channelId, channelAddress: '99' });
+      socket.disconnect();
+      socket = null;
+    });
+
+    it('retries a reply after 500 and after 429 with Retry-After, then sends it', async () => {
+      await quiesce(test.server);
+      const [event] = await inboundEvents(test.server, channelId);
+      const conversationId = event!.conversationId!;
+      telegram.queue.set('/sendMessage', [
+        { status: 500, body: { ok: false, description: 'Internal Server Error' } },
+        { status: 429, body: { ok: false, error_code: 429, description: 'Too Many Requests', parameters: { retry_after: 7 } }, headers: { 'retry-after': '7' } },
+      ]);
+      ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'We are on it' }, { token: owner.accessToken }), 201);
+      await quiesce(test.server);
+      let [delivery] = ok(await owner.api.get(`/channels/${channelId}/deliveries`, { token: owner.accessToken }), 200);
+      expect(delivery).to.include({ status: 'queued', attempts: 1 });
+      let job = await deliveryJob();
+      expect(job.status).to.equal('pending');
+      const wait1 = (new Date(job.runAt).getTime() - Date.now()) / 1000;
+      expect(wait1).to.be.within(20, 31);
+      await runRetryNow();
+      job = await deliveryJob();
+      const wait2 = (new Date(job.runAt).getTime() - Date.now()) / 1000;
+      expect(wait2, 'Retry-After honoured').to.be.within(3, 8);
+      await runRetryNow();
+      [delivery] = ok(await owner.api.get(`/channels/${channelId}/deliveries`, { token: owner.accessToken }), 200);
+      expect(delivery).to.include({ status: 'sent', attempts: 3 });
+      const sends = telegram.calls.filter((c) => c.path === '/botgood-token/sendMessage');
+      expect(sends).to.have.length(3);
+      expect(sends[2]!.body).to.deep.equal({ chat_id: '99', text: 'We are on it' });
+    });
+  });
+
+  describe('WhatsApp', () => {
+    let owner: SignedUp;
+    let channelId: string;
+    let verifyToken: string;
+    const appSecret = 'whatsapp-app-secret-for-tests';
+    const sign = (raw: string) => `sha256=${createHmac('sha256', appSecret).update(raw).digest('hex')}`;
+    const webhook = (value: unknown) => JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: 'WABA', changes: [{ field: 'messages', value }] }] });
+    const post = (raw: string, signature = sign(raw)) => owner.api.request('POST', `/channels/whatsapp/inbound/${channelId}`, { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+
+    before(async () => {
+      owner = await signUp(test.server, test.baseUrl);
+    });
+
+    it('starts pending and becomes active with Meta\'s handshake (a wrong verify token is 403)', async () => {
+      const data = ok(await owner.api.post('/channels/whatsapp', { name: 'WA', phoneNumberId: '1234567890', wabaId: '555', accessToken: 'wa-access-token', appSecret }, { token: owner.accessToken }), 201);
+      channelId = data.channel.id;
+      verifyToken = data.webhook.verifyToken;
+      expect(data.channel.status).to.equal('pending');
+      expect(JSON.stringify(data.channel)).not.to.contain('wa-access-token');
+      const base = `${test.baseUrl}/api/v1/channels/whatsapp/inbound/${channelId}`;
+      expect((await fetch(`${base}?hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=123`)).status).to.equal(403);
+      const res = await fetch(`${base}?hub.mode=subscribe&hub.verify_token=${encodeURIComponent(verifyToken)}&hub.challenge=8675309`);
+      expect(res.status).to.equal(200);
+      expect(await res.text()).to.equal('8675309');
+      expect(ok(await owner.api.get(`/channels/${channelId}`, { token: owner.accessToken }), 200).status).to.equal('active');
+    });
+
+    it('takes signed messages once per wamid; a wrong signature is 401 and stores nothing', async () => {
+      const raw = webhook({ messaging_product: 'whatsapp', contacts: [{ wa_id: '4915112345678', profile: { name: 'Wanda' } }], messages: [{ id: 'wamid.IN1', from: '4915112345678', type: 'text', text: { body: 'Hallo' } }] });
+      expectError(await post(raw, sign(raw + ' ')), 401, 'unauthorized');
+      expectError(await post(raw, ''), 401, 'unauthorized');
+      expect(await inboundEvents(test.server, channelId)).to.deep.equal([]);
+      expect(ok(await post(raw), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
+      expect(ok(await post(raw), 200)).to.deep.equal({ stored: 0, duplicates: 1 });
+      await quiesce(test.server);
+      const [event] = await inboundEvents(test.server, channelId);
+      expect(event!.status).to.equal('processed');
+      const conversation = await test.server.db.knex('conversations').where({ id: event!.conversationId }).first();
+      expect(conversation).to.include({ channel: 'whatsapp', channelAddress: '4915112345678' });
+    });
+
+    it('sends replies through the Graph API, follows their statuses live, and stops at the 24-hour window', async () => {
+      const [event] = await inboundEvents(test.server, channelId);
+      const conversationId = event!.conversationId!;
+      ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Wie können wir helfen?' }, { token: owner.accessToken }), 201);
+      ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'note only', private: true }, { token: owner.accessToken }), 201);
+      await quiesce(test.server);
+      const sent = graph.calls.filter((c) => c.path === '/1234567890/messages');
+      expect(sent).to.have.length(1);
+      expect(sent[0]!.headers.authorization).to.equal('Bearer wa-access-token');
+      expect(sent[0]!.body).to.include({ to: '4915112345678', type: 'text' });
+      const [delivery] = ok(await owner.api.get(`/channels/${channelId}/deliveries`, { token: owner.accessToken }), 200);
+      expect(delivery.status).to.equal('sent');
+      const wamid = (await test.server.db.knex('channel_deliveries').where({ id: delivery.id }).first()).providerMessageId;
+
+      socket = await connectOk(test.baseUrl, owner.orgId, owner.accessToken);
+      const live = nextEvent(socket, 'message_delivery_updated', (p) => p.delivery.id === delivery.id, 15_000);
+      ok(await post(webhook({ messaging_product: 'whatsapp', statuses: [{ id: wamid, status: 'delivered', recipient_id: '4915112345678' }] })), 200);
+      await quiesce(test.server);
+      expect(((await live) as any).delivery.status).to.equal('delivered');
+      socket.disconnect();
+      socket = null;
+
+      graph.queue.set('/messages', [{ status: 400, body: { error: { code: 131047, message: 'Re-engagement message', type: 'OAuthException' } } }]);
+      ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Are you still there?' }, { token: owner.accessToken }), 201);
+      await quiesce(test.server);
+      const latest = ok(await owner.api.get(`/channels/${channelId}/deliveries?status=outside_window`, { token: owner.accessToken }), 200);
+      expect(latest, JSON.stringify(ok(await owner.api.get(`/channels/${channelId}/deliveries`, { token: owner.accessToken }), 200))).to.have.length(1);
+      const notifications = ok(await owner.api.get('/notifications', { token: owner.accessToken }), 200);
+      expect(notifications.some((n: { type: string }) => n.type === 'channel_failed')).to.equal(true);
+      // An admin may send it again (it fails again here, final at once).
+      expect((await owner.api.post(`/channels/deliveries/${latest[0].id}/retry`, {}, { token: owner.accessToken })).status).to.equal(202);
+    });
+  });
+});
