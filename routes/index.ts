@@ -26,6 +26,7 @@ import { webhookRoutes } from './webhooks.js';
 import { emailRoutes } from './email.js';
 import { channelRoutes } from './channels.js';
 import { channelInboundRoutes } from './channelsInbound.js';
+import { channelAiRoutes } from './channelsAi.js';
 
 export function createApiRouter(services: RouteServices): { router: Router; registry: RouteRegistry } {
   const registry = new RouteRegistry();
@@ -53,6 +54,7 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...emailRoutes(services),
     // Provider webhooks (/channels/<type>/inbound/...) before /channels/:channelId.
     ...channelInboundRoutes(services),
+    ...channelAiRoutes(services),
     ...channelRoutes(services),
     ...observabilityRoutes(services),
     ...aiRoutes(services),

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { signUp, type SignedUp } from './helpers/factories.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer, TEST_AI_SECRET, type TestServer } from './helpers/server.js';
 import { expectError } from './helpers/tenancy.js';
 import { connectOk, nextEvent, type ClientSocket } from './helpers/sockets.js';
 import { ok } from './helpers/tickets.js';
@@ -146,6 +146,25 @@ describe('Channels: Telegram and WhatsApp', function () {
       expect(sends).to.have.length(3);
       expect(sends[2]!.body).to.deep.equal({ chat_id: '99', text: 'We are on it' });
     });
+  });
+
+  it('lets the AI service reply in a channel conversation of its organization only (no free recipient)', async () => {
+    const owner = await signUp(test.server, test.baseUrl);
+    const channel = ok(await owner.api.post('/channels/telegram', { name: 'AI bot', botToken: 'ai-token' }, { token: owner.accessToken }), 201);
+    const secretToken = telegram.calls.filter((c) => c.path === '/botai-token/setWebhook').at(-1)!.body.secret_token;
+    ok(await owner.api.post(`/channels/telegram/inbound/${channel.id}`, { update_id: 5, message: { message_id: 5, chat: { id: 555 }, from: { id: 555, first_name: 'Ada' }, text: 'Hi bot' } }, { headers: { 'x-telegram-bot-api-secret-token': secretToken } }), 200);
+    await quiesce(test.server);
+    const [event] = await inboundEvents(test.server, channel.id);
+    const ai = { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } };
+    const body = { organizationId: owner.orgId, conversationId: event!.conversationId, content: 'Hello from the AI', clientMessageId: 'ai-1' };
+    const other = await signUp(test.server, test.baseUrl);
+    expectError(await owner.api.post(`/channels/${channel.id}/send`, { ...body, organizationId: other.orgId }, ai), 404, 'not_found');
+    expectError(await owner.api.post(`/channels/${channel.id}/send`, { ...body, to: '123' }, ai), 400, 'validation_failed');
+    expect(ok(await owner.api.post(`/channels/${channel.id}/send`, body, ai), 201).status).to.equal('queued');
+    expect((await owner.api.post(`/channels/${channel.id}/send`, body, ai)).status).to.equal(200);
+    await quiesce(test.server);
+    const sends = telegram.calls.filter((c) => c.path === '/botai-token/sendMessage');
+    expect(sends.map((c) => c.body)).to.deep.equal([{ chat_id: '555', text: 'Hello from the AI' }]);
   });
 
   describe('WhatsApp', () => {
