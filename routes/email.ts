@@ -1,5 +1,6 @@
 // /email: the organization's mail sender identity (read by agents, changed by admins) and its DNS verification.
-import type { EmailIdentityInput } from '../server/services/email/index.js';
+import { EMAIL_TEMPLATES, type EmailIdentityInput, type TemplatedMail } from '../server/services/email/index.js';
+import { email, object, otpCode, uuid } from './schemas/common.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { EmailIdentityView, identityBody } from './schemas/email.js';
@@ -31,6 +32,31 @@ export function emailRoutes(s: RouteServices): AnyRoute[] {
       description: 'Not finding the record is not an error: the answer says `domainVerified: false`.',
       response: identity,
       handler: async ({ orgId }) => ({ message: 'Email identity checked', data: await s.email.verify(orgId!) }),
+    }),
+    defineRoute<TemplatedMail>({
+      method: 'post', path: '/email/send', operationId: 'sendEmailAi', tag, auth: { kind: 'ai' },
+      summary: 'AI service: mail the conversation\'s contact from a server-side template',
+      description: '`to` must be the conversation\'s contact (else 400): no relay. The AI never sends HTML; templates are rendered here (`agent_verification_otp` issues a one-time code; a new one within 60 s is 429). A replay of `idempotencyKey` with the same body answers 200 with the same mail; another body 409.',
+      body: object({
+        organizationId: uuid, conversationId: uuid, to: email, template: { type: 'string', enum: [...EMAIL_TEMPLATES] },
+        variables: { type: 'object', maxProperties: 10, additionalProperties: { type: 'string', maxLength: 5000 }, description: '`summary` (conversation_summary); `ticketNumber`, `status`, `message` (ticket_update)' },
+        idempotencyKey: { type: 'string', minLength: 1, maxLength: 200 },
+      }, ['organizationId', 'conversationId', 'to', 'template', 'idempotencyKey']),
+      response: { status: 202, description: 'Queued', data: object({ emailId: uuid, status: { type: 'string', enum: ['queued', 'logged'] } }, ['emailId', 'status']) },
+      errors: [404, 409],
+      handler: async ({ body }) => {
+        const sent = await s.emailSend.send(body);
+        return { status: sent.replay ? 200 : 202, message: 'Mail queued', data: { emailId: sent.emailId, status: sent.status } };
+      },
+    }),
+    defineRoute<{ organizationId: string; conversationId: string; email: string; code: string }>({
+      method: 'post', path: '/email/verify-otp', operationId: 'verifyEmailOtpAi', tag, auth: { kind: 'ai' },
+      summary: 'AI service: check the code mailed by agent_verification_otp; sets the contact\'s emailVerifiedAt',
+      description: 'Codes are single use, valid 10 minutes, and 5 wrong tries lock them (400 invalid_otp).',
+      body: object({ organizationId: uuid, conversationId: uuid, email, code: otpCode }, ['organizationId', 'conversationId', 'email', 'code']),
+      response: { status: 200, description: 'Verified', data: object({ verified: { type: 'boolean' }, verifiedAt: { type: 'string', format: 'date-time' } }, ['verified', 'verifiedAt']) },
+      errors: [404],
+      handler: async ({ body }) => ({ message: 'Email verified', data: await s.emailSend.verifyOtp(body) }),
     }),
   ];
 }

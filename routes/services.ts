@@ -26,7 +26,7 @@ import type { MessageAttachments, StorageService } from '../server/storage/index
 import type { AssistService, KnowledgeService, UnansweredQuestions } from '../server/services/knowledge/index.js';
 import type { ApiKeyService } from '../server/services/apiKeys/index.js';
 import type { WebhookService } from '../server/services/webhooks/index.js';
-import type { EmailIdentityService } from '../server/services/email/index.js';
+import type { EmailIdentityService, EmailSendService } from '../server/services/email/index.js';
 import type { ChannelService } from '../server/services/channels/index.js';
 
 export interface RouteServices {
@@ -57,6 +57,7 @@ export interface RouteServices {
   webhooks: WebhookService;
   analytics: AnalyticsService;
   email: EmailIdentityService;
+  emailSend: EmailSendService;
   channels: ChannelService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */
   bearerToken(ctx: Context): string | null;

@@ -38,7 +38,7 @@ import { AnalyticsService } from './services/analytics/index.js';
 import { ObservabilityService } from './services/observability.js';
 import { TemplateService } from './services/templates.js';
 import { IdempotencyKeys, TicketMailer, TicketService } from './services/tickets/index.js';
-import { EmailIdentityService } from './services/email/index.js';
+import { EmailIdentityService, EmailSendService } from './services/email/index.js';
 import { ChannelService } from './services/channels/index.js';
 import { MemoryPresence, RedisPresence, type Presence } from './presence.js';
 import { createRealtime, type Realtime } from '../sockets/index.js';
@@ -125,6 +125,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   });
 
   const email = new EmailIdentityService({ knex: db.knex, mailFrom: config.mailFrom });
+  const emailSend = new EmailSendService({ models: db.models, knex: db.knex, mailer, otp, keys: tickets.core.deps.keys, identity: email, contacts });
   const channels = new ChannelService({
     knex: db.knex, jobs, events, logger, organizations, contacts, messages, tickets, notifications, email, settings: config.channels,
     publicUrl: config.publicUrl, smtpUrl: config.smtpUrl, mailFrom: config.mailFrom, host: config.host,
@@ -170,6 +171,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     assist,
     analytics,
     email,
+    emailSend,
     channels,
     apiKeys,
     webhooks,

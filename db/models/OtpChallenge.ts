@@ -1,6 +1,6 @@
 import { BaseModel } from '../BaseModel.js';
 
-export type OtpType = 'email_verification' | 'password_reset';
+export type OtpType = 'email_verification' | 'password_reset' | 'contact_verification';
 
 export class OtpChallenge extends BaseModel {
   static override tableName = 'otp_challenges';
