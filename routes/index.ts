@@ -5,9 +5,9 @@ import { aiRoutes } from './ai.js';
 import { analyticsRoutes } from './analytics.js';
 import { observabilityRoutes } from './observability.js';
 import { templateRoutes } from './templates.js';
+import { contactRoutes } from './contacts.js';
 import { ticketRoutes } from './tickets.js';
 import { ticketAiRoutes } from './ticketsAi.js';
-import { contactRoutes } from './contacts.js';
 import { authRoutes } from './auth.js';
 import { conversationRoutes } from './conversations.js';
 import { healthRoutes } from './health.js';
@@ -22,11 +22,11 @@ import { storageRoutes } from './storage.js';
 import { knowledgeRoutes } from './knowledge.js';
 import { knowledgeAiRoutes } from './knowledgeAi.js';
 import { apiKeyRoutes } from './apiKeys.js';
-import { webhookRoutes } from './webhooks.js';
 import { emailRoutes } from './email.js';
 import { channelRoutes } from './channels.js';
 import { channelInboundRoutes } from './channelsInbound.js';
 import { channelAiRoutes } from './channelsAi.js';
+import { webhookRoutes } from './webhooks.js';
 
 export function createApiRouter(services: RouteServices): { router: Router; registry: RouteRegistry } {
   const registry = new RouteRegistry();
@@ -42,6 +42,10 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...widgetRoutes(services),
     ...notificationRoutes(services),
     ...templateRoutes(services),
+    ...observabilityRoutes(services),
+    ...aiRoutes(services),
+    ...analyticsRoutes(services),
+    ...contactRoutes(services),
     // The AI service's /tickets/ai paths before /tickets/:ticketId, which would take `ai` for an id.
     ...ticketAiRoutes(services),
     ...ticketRoutes(services),
@@ -50,16 +54,12 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...knowledgeAiRoutes(services),
     ...knowledgeRoutes(services),
     ...apiKeyRoutes(services),
-    ...webhookRoutes(services),
     ...emailRoutes(services),
     // Provider webhooks (/channels/<type>/inbound/...) before /channels/:channelId.
     ...channelInboundRoutes(services),
     ...channelAiRoutes(services),
     ...channelRoutes(services),
-    ...observabilityRoutes(services),
-    ...aiRoutes(services),
-    ...analyticsRoutes(services),
-    ...contactRoutes(services),
+    ...webhookRoutes(services),
   );
   const router = new Router({ prefix: '/api/v1' });
   registry.mount(router, services);

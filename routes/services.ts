@@ -25,9 +25,9 @@ import type { TicketService } from '../server/services/tickets/index.js';
 import type { MessageAttachments, StorageService } from '../server/storage/index.js';
 import type { AssistService, KnowledgeService, UnansweredQuestions } from '../server/services/knowledge/index.js';
 import type { ApiKeyService } from '../server/services/apiKeys/index.js';
-import type { WebhookService } from '../server/services/webhooks/index.js';
 import type { EmailIdentityService, EmailSendService } from '../server/services/email/index.js';
 import type { ChannelService } from '../server/services/channels/index.js';
+import type { WebhookService } from '../server/services/webhooks/index.js';
 
 export interface RouteServices {
   config: Config;

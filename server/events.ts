@@ -4,9 +4,9 @@ import type { Contact } from '../db/models/Contact.js';
 import type { ContactConflict } from '../db/models/ContactConflict.js';
 import type { Conversation } from '../db/models/Conversation.js';
 import type { Message } from '../db/models/Message.js';
+import type { Notification } from '../db/models/Notification.js';
 import type { Ticket } from '../db/models/Ticket.js';
 import type { TicketAction } from './services/tickets/core.js';
-import type { Notification } from '../db/models/Notification.js';
 import type { Logger } from './logger.js';
 import type { ChannelDeliveryView } from './presenters/channel.js';
 
@@ -24,11 +24,11 @@ export interface DomainEvents {
   'conversation.updated': { conversation: Conversation; statusChanged?: boolean };
   'conversation.assigned': { conversation: Conversation };
   /** The AI handed the conversation to humans. */
-  /** A ticket was created, changed, merged, linked, answered or deleted (agents only). */
-  'ticket.updated': { action: TicketAction; ticket: Ticket };
   'conversation.escalated': { conversation: Conversation; reason: string | null };
   'message.created': { conversation: Conversation; message: Message };
   'notification.created': { notification: Notification };
+  /** A ticket was created, changed, merged, linked, answered or deleted (agents only). */
+  'ticket.updated': { action: TicketAction; ticket: Ticket };
   /** Contacts (with their identities loaded): created, changed, or another contact merged into this one. */
   'contact.created': { contact: Contact };
   'contact.updated': { contact: Contact };

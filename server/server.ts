@@ -98,12 +98,12 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   // A knowledge source's file stays while the source does.
   const referencedBy = async (trx: typeof db.knex, objectId: string) => !!(await trx('knowledge_sources').where({ objectId }).first('id'));
   const storage = new StorageService({ models: db.models, knex: db.knex, driver: storageDriver, organizations, referencedBy });
+  const attachments = new MessageAttachments({ models: db.models, driver: storageDriver });
   const storageSweep = defineStorageSweep(jobs, storage, logger);
   const indexer = new KnowledgeIndexer({ models: db.models, knex: db.knex, driver: storageDriver, events, logger, jobs, workers: config.knowledge.workers, allowPrivate: config.knowledge.fetchAllowPrivate });
   const knowledge = new KnowledgeService({ models: db.models, knex: db.knex, storage, organizations, indexer, allowPrivate: config.knowledge.fetchAllowPrivate });
   const unanswered = new UnansweredQuestions({ models: db.models, knex: db.knex, events, knowledge });
   const assist = new AssistService({ models: db.models, knex: db.knex, logger, aiAssistUrl: config.aiAssistUrl, aiToolSecret: config.aiToolSecret });
-  const attachments = new MessageAttachments({ models: db.models, driver: storageDriver });
   const messages = new MessageService({ models: db.models, knex: db.knex, statement: db.statement, events, batching: { concurrency: db.embedded ? 1 : 2, maxBatch: 200 }, attachments });
   const contacts = new ContactService({ models: db.models, knex: db.knex, events, notifications });
   const conversations = new ConversationService({ models: db.models, knex: db.knex, statement: db.statement, events, contacts });

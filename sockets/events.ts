@@ -2,11 +2,11 @@
 // agent and widget clients (import these types into a socket.io-client `Socket<ServerToClient, ClientToServer>`).
 import type { ContactConflictView, ContactView } from '../server/presenters/contact.js';
 import type { ConversationView, MessageView } from '../server/presenters/conversation.js';
+import type { NotificationView } from '../server/presenters/notification.js';
 import type { TicketView } from '../server/presenters/ticket.js';
 import type { ChannelDeliveryView } from '../server/presenters/channel.js';
 import type { LocalAssist } from '../server/services/knowledge/index.js';
 import type { TicketAction } from '../server/services/tickets/index.js';
-import type { NotificationView } from '../server/presenters/notification.js';
 
 export type Ack<T> = { success: true; data: T } | { success: false; error: { code: string; message: string } };
 export type AckFn<T> = (response: Ack<T>) => void;
@@ -67,11 +67,11 @@ export interface ServerToClientEvents {
   customer_typing: (payload: ConversationRef) => void;
   customer_stopped_typing: (payload: ConversationRef) => void;
   agent_typing: (payload: { conversationId: string; agent: { id: string; name: string } }) => void;
-  /** Agents only: a ticket was created, changed, merged, linked, answered or deleted. */
-  ticket_updated: (payload: { action: TicketAction; ticket: TicketView }) => void;
   agent_stopped_typing: (payload: { conversationId: string; agent: { id: string; name: string } }) => void;
   user_status_update: (payload: { userId: string; status: AgentStatus }) => void;
   notification_created: (payload: { notification: NotificationView }) => void;
+  /** Agents only: a ticket was created, changed, merged, linked, answered or deleted. */
+  ticket_updated: (payload: { action: TicketAction; ticket: TicketView }) => void;
   session_expired: (payload: Record<string, never>) => void;
   contact_created: (payload: { contact: ContactView }) => void;
   contact_updated: (payload: { contact: ContactView }) => void;

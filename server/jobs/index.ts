@@ -64,6 +64,8 @@ interface ClaimedRow {
 
 const POLL_MS = 1_000;
 const PRUNE_MS = 3_600_000;
+/** How long a stop waits for running jobs (the graceful stop as a whole must end within 15 s). */
+const STOP_WAIT_MS = 8_000;
 /** Finished jobs are kept this long, for inspection, then deleted. */
 const KEEP_FINISHED_DAYS = 7;
 
@@ -116,12 +118,19 @@ export class JobQueue {
     this.poll();
   }
 
-  /** Stops claiming and waits for the jobs this instance is running. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming and waits for the jobs this instance is running, for at most `waitMs`: a job still running then
+   * keeps its row, and another instance (or this one after a restart) takes it again once its lease runs out.
+   */
+  async stop(waitMs = STOP_WAIT_MS): Promise<void> {
     this.stopped = true;
     if (this.poller) clearInterval(this.poller);
     if (this.pruner) clearInterval(this.pruner);
-    await Promise.allSettled([...this.inFlight.values()].flatMap((set) => [...set]));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), waitMs)));
+    const running = Promise.allSettled([...this.inFlight.values()].flatMap((set) => [...set]));
+    if ((await Promise.race([running, deadline])) === 'late') this.logger.warn({ waitMs }, 'jobs still running at stop are left to their leases');
+    clearTimeout(timer);
   }
 
   /** Runs every job of `queue` (or of all queues) that is due now, until none is left; returns how many ran. */
