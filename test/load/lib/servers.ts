@@ -96,6 +96,8 @@ function appEnv(ctx: RunContext, dataDir: string, postgres: boolean, redis: bool
     MIGRATE_ON_START: 'true',
     // The webhooks scenario's receiver listens on loopback.
     WEBHOOKS_ALLOW_PRIVATE: 'true',
+    // Production mode needs the key that encrypts channel and webhook secrets; a fixed one suits a benchmark.
+    ENCRYPTION_KEY: '0123456789abcdef'.repeat(4),
     ...BENCH_SECRETS,
   };
 }
