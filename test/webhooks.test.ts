@@ -54,7 +54,7 @@ describe('webhooks', function () {
   let receiver: WebhookReceiver;
 
   before(async () => {
-    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '300' });
+    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '2000' });
     receiver = await startReceiver();
   });
   after(async () => {
@@ -110,17 +110,17 @@ describe('webhooks', function () {
   it('retries after a 500 and after a timeout with the same X-Webhook-Id, then succeeds', async () => {
     const owner = await signUp(server.server, server.baseUrl);
     const hook = await createHook(owner, receiver.url, ['contact.created']);
-    receiver.plan({ status: 500 }, { status: 200, delayMs: 1000 }, { status: 200 });
+    receiver.plan({ status: 500 }, { status: 200, delayMs: 4000 }, { status: 200 });
     await owner.api.post('/contacts', { name: 'Retry Me', email: uniqueEmail('retry') }, { token: owner.accessToken });
     await server.server.jobs.drain(QUEUE);
     await receiver.waitFor(1);
     const list = async () => (await owner.api.get(`/webhooks/${hook.id}/deliveries`, { token: owner.accessToken })).body.data;
     let [delivery] = await until(list, (d) => d[0]?.attempts === 1);
     expect(delivery).to.include({ status: 'pending', attempts: 1, responseStatus: 500 });
-    await runDue(server); // answered after the 300 ms timeout: a retry
+    await runDue(server); // answered after the 2 s timeout: a retry
     [delivery] = await until(list, (d) => d[0]?.attempts === 2);
     expect(delivery).to.include({ status: 'pending', attempts: 2 });
-    expect(delivery.lastError).to.match(/within 300 ms/);
+    expect(delivery.lastError).to.match(/within 2000 ms/);
     await runDue(server);
     [delivery] = await until(list, (d) => d[0]?.attempts === 3);
     expect(delivery).to.include({ status: 'succeeded', attempts: 3, responseStatus: 200 });
