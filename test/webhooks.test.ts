@@ -115,14 +115,14 @@ describe('webhooks', function () {
     await server.server.jobs.drain(QUEUE);
     await receiver.waitFor(1);
     const list = async () => (await owner.api.get(`/webhooks/${hook.id}/deliveries`, { token: owner.accessToken })).body.data;
-    let [delivery] = await until(list, (d) => d[0]?.attempts === 1);
+    let [delivery] = await until(list, (d) => d[0]?.attempts === 1, 20_000);
     expect(delivery).to.include({ status: 'pending', attempts: 1, responseStatus: 500 });
     await runDue(server); // answered after the 2 s timeout: a retry
-    [delivery] = await until(list, (d) => d[0]?.attempts === 2);
+    [delivery] = await until(list, (d) => d[0]?.attempts === 2, 20_000);
     expect(delivery).to.include({ status: 'pending', attempts: 2 });
     expect(delivery.lastError).to.match(/within 2000 ms/);
     await runDue(server);
-    [delivery] = await until(list, (d) => d[0]?.attempts === 3);
+    [delivery] = await until(list, (d) => d[0]?.attempts === 3, 20_000);
     expect(delivery).to.include({ status: 'succeeded', attempts: 3, responseStatus: 200 });
     const all = await receiver.waitFor(3);
     expect(new Set(all.map((r) => r.headers['x-webhook-id'])).size).to.equal(1);
