@@ -75,6 +75,8 @@ describe('Channels: Telegram and WhatsApp', function () {
   const deliveryJob = () => test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE }).orderBy('createdAt', 'desc').first();
   /** Makes the waiting retry due now (instead of sleeping through its delay) and runs it. */
   const runRetryNow = async () => {
+    // Settle first: a retry the poller is still running would miss the update below and wait out its delay.
+    await quiesce(test.server);
     await test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE, status: 'pending' }).update({ run_at: test.server.db.knex.fn.now() });
     await quiesce(test.server);
   };
