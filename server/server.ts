@@ -112,9 +112,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const widget = new WidgetService({ models: db.models, knex: db.knex, tokens, messages, routing, notifications, publicUrl: config.publicUrl });
   messages.onConversationStarted = (conversation) =>
     widget.afterConversationStarted(conversation).catch((err) => logger.error({ err, conversationId: conversation.id }, 'routing a new conversation failed'));
-  const actors = new ActorResolver(db.statement, tokens);
   const apiKeys = new ApiKeyService({ models: db.models, knex: db.knex, statement: db.statement, events, hashKey: hashSecret(tokenHashKey, 'api-keys'), redis: redis?.main ?? null, requestsPerMinute: config.apiKeyRateLimitPerMinute });
-  actors.apiKeys = apiKeys;
+  const actors = new ActorResolver(db.statement, tokens, apiKeys);
   const templates = new TemplateService({ models: db.models });
   const observability = new ObservabilityService({ knex: db.knex });
   const ai = new AiService({ models: db.models, knex: db.knex, events, conversations, messages, routing, notifications });

@@ -45,12 +45,11 @@ export class ActorResolver {
   constructor(
     statement: StatementFactory,
     private readonly tokens: TokenService,
+    /** Resolves `sp_live_` organization API keys; without it only access tokens are accepted. */
+    private readonly apiKeys: { authenticate(token: string): Promise<OperatorActor> } | null = null,
   ) {
     this.actorStatement = statement<ActorRow>('resolve_actor', ACTOR_SQL);
   }
-
-  /** Resolves `sp_live_` API keys (set by the composition root). */
-  apiKeys: { authenticate(token: string): Promise<OperatorActor> } | null = null;
 
   /** One query: session liveness, the user and the membership of the token's organization. */
   async fromAccessToken(token: string): Promise<OperatorActor> {
