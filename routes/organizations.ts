@@ -11,7 +11,7 @@ const domain = { type: ['string', 'null'], maxLength: 253, pattern: '^[A-Za-z0-9
 const settings = object({
   autoAssignment: { type: 'boolean', description: 'Assign new conversations to the least busy online agent' },
   notifyAgentsOnNewConversation: { type: 'boolean', description: 'Notify every agent of a new widget conversation' },
-  timezone: { type: 'string', maxLength: 64 },
+  timezone: { type: 'string', maxLength: 64, description: 'IANA time zone the organization counts its days in (analytics); 400 when unknown' },
   locale: { type: 'string', maxLength: 35 },
 });
 const limitValue = { type: ['integer', 'null'], description: 'null means unlimited' } as const;

@@ -153,10 +153,14 @@ describe('organizations', () => {
       expect(badSetting.body.error.details.map((d: any) => d.field)).to.include('settings.theme');
       expectError(await owner.api.patch(path, { settings: { autoAssignment: 'yes' } }, { token: owner.accessToken }), 400, 'validation_failed');
       expectError(await owner.api.patch(path, {}, { token: owner.accessToken }), 400, 'validation_failed');
+      const badZone = await owner.api.patch(path, { settings: { timezone: 'Mars/Olympus_Mons' } }, { token: owner.accessToken });
+      expectError(badZone, 400, 'validation_failed');
+      expect(badZone.body.error.details.map((d: any) => d.field)).to.deep.equal(['settings.timezone']);
       const read = await owner.api.get(path, { token: owner.accessToken });
       expect(read.body.data.plan).to.equal('unlimited');
       expect(read.body.data.name).to.equal('Acme Support');
       expect(read.body.data.settings).to.not.have.property('theme');
+      expect(read.body.data.settings).to.not.have.property('timezone');
     });
 
     it('answers 403 for an organization the caller is not in', async () => {
@@ -273,6 +277,20 @@ describe('organizations', () => {
       expect(res.body.data.plan).to.equal('unlimited');
       expect(res.body.data.limits).to.deep.equal({ humanAgents: null, aiCallsPerMonth: null, knowledgeSources: null, widgets: null, channels: null, storageMb: null });
       expect(res.body.data.features).to.include.members(['live_chat', 'widget', 'templates', 'ai_assist']);
+    });
+
+    it('entitlements: a plan the configuration no longer defines is 503 with a clear message, not a 500', async () => {
+      const { server, baseUrl } = sharedServer();
+      const own = await signUp(server, baseUrl);
+      // An operator removed the plan from PLANS_FILE after organizations were put on it.
+      await server.db.knex('organizations').where('id', own.orgId).update({ plan: 'retired' });
+      const res = await own.api.get('/organizations/billing/entitlements', { token: own.accessToken });
+      expectError(res, 503, 'service_unavailable');
+      expect(res.body.message).to.contain('"retired"').and.to.contain('PLANS_FILE');
+      const invite = await own.api.post(`/memberships/organizations/${own.orgId}/members/invite`, { email: `retired-${Date.now()}@example.com`, role: 'agent' }, { token: own.accessToken });
+      expectError(invite, 503, 'service_unavailable');
+      const members = await own.api.get(`/memberships/organizations/${own.orgId}/members`, { token: own.accessToken });
+      expect(members.body.data, 'no invitation half-written').to.have.length(1);
     });
 
     it('entitlements: the free plan limits and features, for any member', async () => {

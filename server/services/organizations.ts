@@ -8,7 +8,8 @@ import type { User } from '../../db/models/User.js';
 import type { OperatorActor } from '../auth/actor.js';
 import type { SessionMeta, SessionService, TokenPair } from '../auth/sessions.js';
 import type { DomainEventBus } from '../events.js';
-import { Forbidden, NotFound, ValidationFailed } from '../errors.js';
+import { Forbidden, NotFound, ServiceUnavailable, ValidationFailed } from '../errors.js';
+import { isTimeZone } from '../timezone.js';
 import type { PlanCatalog, PlanDefinition } from './plans.js';
 
 export interface OrganizationSettings {
@@ -110,6 +111,9 @@ export class OrganizationService {
       if (input.name !== undefined) patch.name = input.name.trim();
       if (input.domain !== undefined) patch.domain = input.domain;
       if (input.logoUrl !== undefined) patch.logoUrl = input.logoUrl;
+      if (input.settings?.timezone !== undefined && !isTimeZone(input.settings.timezone)) {
+        throw new ValidationFailed('settings.timezone is not an IANA time zone', [{ field: 'settings.timezone', message: 'is not an IANA time zone (e.g. Europe/Paris, UTC)', in: 'body' }]);
+      }
       // Settings merge key by key, so a client changing one setting cannot wipe the others.
       if (input.settings !== undefined) patch.settings = { ...organization.settings, ...input.settings };
       return this.models.Organization.query(trx).patchAndFetchById(orgId, patch);
@@ -135,7 +139,8 @@ export class OrganizationService {
   /** The definition of the organization's plan; one the configuration no longer defines is an operator error. */
   planOf(organization: Organization): PlanDefinition {
     const plan = this.deps.plans.catalog[organization.plan];
-    if (!plan) throw new Error(`Organization ${organization.id} is on plan "${organization.plan}", which the configuration does not define (PLANS_FILE)`);
+    // Answered as 503 (the server's configuration, not the request, is wrong) rather than a bare 500.
+    if (!plan) throw new ServiceUnavailable(`This organization's plan "${organization.plan}" is not configured on this server; the operator must define it again (PLANS_FILE) or move the organization to another plan (npm run org -- plan)`);
     return plan;
   }
 

@@ -1,5 +1,6 @@
 // The period an analytics answer covers: `from`/`to` (ISO date or date-time) read in a time zone, checked and bounded.
 import { ValidationFailed } from '../../errors.js';
+import { isTimeZone } from '../../timezone.js';
 
 export interface RangeQuery {
   from?: string;
@@ -20,16 +21,6 @@ const DAY_MS = 86_400_000;
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 // An ISO 8601 date-time with a zone (a zoneless one would be read in the server's zone, which means nothing here).
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
-
-export function isTimeZone(zone: string): boolean {
-  if (!zone || zone.length > 64) return false;
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** How far `zone` is ahead of UTC at the instant `at` (ms). */
 function offsetMs(zone: string, at: number): number {
