@@ -29,7 +29,8 @@ export function createApp(services: RouteServices, logger: Logger, metrics?: Met
   });
   app.use(accessLog());
   app.use(errorMapper({ exposeInternal: config.env === 'development' }));
-  app.use(helmet({ contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, crossOriginResourcePolicy: { policy: 'same-site' } }));
+  // JSON answers need no sources at all; useDefaults: false keeps Helmet from merging its page-oriented defaults in.
+  app.use(helmet({ contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, crossOriginResourcePolicy: { policy: 'same-site' } }));
   app.use(
     splitCors(cors({
       // Only listed origins get CORS headers; '*' allows any origin (without credentials).
