@@ -141,7 +141,7 @@ describe('auth: signup and login', () => {
       const profile = expectApiSuccess(await api.get('/auth/profile', { token: data.accessToken }), 200);
       expect(profile.role).to.equal('owner');
       expect(profile.organization.id).to.equal(data.organization.id);
-      const membership = await server.db.models.Membership.query().findOne({ userId: data.user.id, organizationId: data.organization.id });
+      const membership = await server.db.models.Membership.acrossOrgs().findOne({ userId: data.user.id, organizationId: data.organization.id });
       expect(membership).to.include({ role: 'owner', status: 'accepted' });
     });
 

@@ -162,7 +162,7 @@ describe('browser: the widget, the hosted pages and the API reference (Chromium)
 
   it('the hosted chat page (the QR code target) works at a phone viewport and records the scan', async () => {
     const { server, baseUrl } = sharedServer();
-    const scans = async () => Number(((await server.db.models.QrScan.query().where('organizationId', owner.orgId).count('* as n').first()) as unknown as { n: string }).n);
+    const scans = async () => Number(((await server.db.models.QrScan.acrossOrgs().where('organizationId', owner.orgId).count('* as n').first()) as unknown as { n: string }).n);
     const before = await scans();
     const page = await context.newPage();
     await page.setViewportSize({ width: 390, height: 844 });
@@ -179,7 +179,7 @@ describe('browser: the widget, the hosted pages and the API reference (Chromium)
     expect(ack).to.have.property('success', true);
     await page.locator('[data-support-widget] .msg.agent', { hasText: 'Welcome to the store!' }).waitFor();
     expect(await scans()).to.equal(before + 1);
-    const conversation = await server.db.models.Conversation.query().findById(qrConversation);
+    const conversation = await server.db.models.Conversation.acrossOrgs().findById(qrConversation);
     expect(conversation!.source).to.equal('qr');
     await shot(page, '5-hosted-chat-phone');
     await page.close();

@@ -290,7 +290,7 @@ describe('Contacts: tenancy', () => {
     const note = ok(await as(theirs.agent).post(`/contacts/${c.id}/notes`, { content: 'secret' }), 201);
     await defineAttribute(theirs.admin, { key: 'only_theirs', label: 'x', type: 'text' });
     const { server } = sharedServer();
-    const conflict = await server.db.models.ContactConflict.query().insertAndFetch({ organizationId: theirs.owner.orgId, kind: 'field', contactId: c.id, field: 'name', currentValue: 'Theirs', proposedValue: 'X', status: 'open', source: 'ai' });
+    const conflict = await server.db.models.ContactConflict.acrossOrgs().insertAndFetch({ organizationId: theirs.owner.orgId, kind: 'field', contactId: c.id, field: 'name', currentValue: 'Theirs', proposedValue: 'X', status: 'open', source: 'ai' });
     const me = as(mine.owner);
     const id = c.id;
     const checks: [Promise<any>, string][] = [

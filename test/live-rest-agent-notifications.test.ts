@@ -239,7 +239,7 @@ describe('REST billing usage', () => {
     expect((await usage(other)).usage.conversations).to.equal(1);
     // Last month's conversations do not count.
     const lastMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1) - 24 * 3600_000);
-    await server.db.models.Conversation.query().patch({ createdAt: lastMonth } as never).where('id', conversationId);
+    await server.db.models.Conversation.acrossOrgs().patch({ createdAt: lastMonth } as never).where('id', conversationId);
     expect((await usage()).usage.conversations).to.equal(2);
   });
 });

@@ -129,7 +129,7 @@ describe('REST conversations: contact links (spec endpoint 3)', () => {
     const found = expectApiSuccess(await link(b.conversationId, { email: 'carla@example.TEST', name: 'Someone Else', phone: '+1 415 555 0100' }), 200);
     expect(found.contactId).to.equal(created.contactId);
     expect(found.contact).to.include({ name: 'Carla Contact', phone: '+14155550100' });
-    expect(await server.db.models.Contact.query().where('organizationId', owner.orgId).resultSize()).to.equal(1);
+    expect(await server.db.models.Contact.acrossOrgs().where('organizationId', owner.orgId).resultSize()).to.equal(1);
 
     // GET shows the contact.
     const shown = expectApiSuccess(await owner.api.get(`/conversations/${a.conversationId}`, t), 200);
@@ -211,7 +211,7 @@ describe('REST conversations: tenancy', () => {
     expectApiError(await agent.api.put('/widget/manage', { displayName: 'Hijacked' }, t), 403, 'forbidden');
     expectApiError(await agent.api.get('/widget/manage', t), 403, 'forbidden');
     expectApiError(await agent.api.get('/widget/qr?format=svg', t), 403, 'forbidden');
-    const widget = await server.db.models.Widget.query().findOne({ organizationId: owner.orgId });
+    const widget = await server.db.models.Widget.acrossOrgs().findOne({ organizationId: owner.orgId });
     expect(widget!.displayName).to.not.equal('Hijacked');
   });
 });

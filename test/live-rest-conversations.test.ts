@@ -32,7 +32,7 @@ describe('REST conversations: inbox and history', () => {
     const c = await startConversation(await newVisitor(owner, { name: 'Cal Cyan' }), 'third question');
     // Activity on the oldest conversation moves it to the top.
     expectApiSuccess(await owner.api.post(`/conversations/${a.conversationId}/messages`, { content: 'a reply about refunds' }, { token: owner.accessToken }), 201);
-    await server.db.models.Conversation.query().patch({ subject: 'Shipping delay' }).where('id', c.conversationId);
+    await server.db.models.Conversation.acrossOrgs().patch({ subject: 'Shipping delay' }).where('id', c.conversationId);
 
     const all = await owner.api.get('/conversations', { token: owner.accessToken });
     expectApiSuccess(all, 200);
@@ -169,7 +169,7 @@ describe('REST conversations: replies', () => {
     expect(history.firstReplyAt).to.be.a('string');
     expect(history.humanJoinedAt).to.be.a('string');
     expect(history.lastSeq).to.equal(4);
-    expect(await server.db.models.Message.query().where({ conversationId, clientMessageId: 'c-1' }).resultSize()).to.equal(1);
+    expect(await server.db.models.Message.acrossOrgs().where({ conversationId, clientMessageId: 'c-1' }).resultSize()).to.equal(1);
   });
 
   it('rejects content over 50,000 characters, empty content, unknown types and fields; 50,000 exactly is fine', async () => {
@@ -186,7 +186,7 @@ describe('REST conversations: replies', () => {
     const max = expectApiSuccess(await owner.api.post(path, { content: 'y'.repeat(50_000) }, t), 201);
     expect(max.content).to.have.length(50_000);
     expect(max.seq).to.equal(2);
-    expect(await server.db.models.Message.query().where({ conversationId }).resultSize()).to.equal(2);
+    expect(await server.db.models.Message.acrossOrgs().where({ conversationId }).resultSize()).to.equal(2);
   });
 
   it('a closed conversation refuses agent replies with 400 invalid_transition and stores nothing', async () => {
@@ -195,7 +195,7 @@ describe('REST conversations: replies', () => {
     const conversationId = await conversationIn(owner, 'closed');
     const res = await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'too late' }, { token: owner.accessToken });
     expectApiError(res, 400, 'invalid_transition');
-    expect(await server.db.models.Message.query().where({ conversationId }).resultSize()).to.equal(1);
+    expect(await server.db.models.Message.acrossOrgs().where({ conversationId }).resultSize()).to.equal(1);
   });
 });
 

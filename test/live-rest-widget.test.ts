@@ -226,7 +226,7 @@ describe('REST widget: visitor conversations', () => {
     expect(theirs.conversation.id).to.not.equal(first.conversation.id);
     const listed = expectApiSuccess(await visitor.api.get('/widget/conversations', { token: visitor.token }), 200);
     expect(listed.map((c: any) => c.id)).to.deep.equal([first.conversation.id]);
-    expect(await server.db.models.Conversation.query().where('organizationId', owner.orgId).resultSize()).to.equal(2);
+    expect(await server.db.models.Conversation.acrossOrgs().where('organizationId', owner.orgId).resultSize()).to.equal(2);
   });
 
   it('a visitor message reopens a resolved conversation; on a closed one it starts a new conversation', async () => {
@@ -268,12 +268,12 @@ describe('REST widget: QR codes', () => {
     const owner = await signUp(server, baseUrl);
     const publicKey = await widgetKey(owner);
     const anon = new Api(baseUrl);
-    const count = () => server.db.models.QrScan.query().where('organizationId', owner.orgId).resultSize();
+    const count = () => server.db.models.QrScan.acrossOrgs().where('organizationId', owner.orgId).resultSize();
     expect(await count()).to.equal(0);
     expectApiSuccess(await anon.post('/widget/qr-scan', { publicKey }, { headers: { 'user-agent': 'QR-Phone/1.0', referer: 'https://poster.example.test/' } }), 201);
     expectApiSuccess(await anon.post('/widget/qr-scan', { publicKey }), 201);
     expect(await count()).to.equal(2);
-    const row = await server.db.models.QrScan.query().where({ organizationId: owner.orgId, userAgent: 'QR-Phone/1.0' }).first();
+    const row = await server.db.models.QrScan.acrossOrgs().where({ organizationId: owner.orgId, userAgent: 'QR-Phone/1.0' }).first();
     expect(row, 'the scan with its user agent').to.not.equal(undefined);
     expect(row!.referrer).to.equal('https://poster.example.test/');
     const widget = expectApiSuccess(await owner.api.get('/widget/manage', { token: owner.accessToken }), 200);

@@ -57,7 +57,7 @@ describe('Tickets: AI service routes', () => {
     expect(row!.resourceId).to.equal(first.id);
     expect(row!.expiresAt.getTime() - row!.createdAt.getTime()).to.equal(30 * 86_400_000);
     expectError(await ai.post('/tickets/ai', { organizationId: owner.orgId, idempotencyKey: key, title: 'New use' }), 409, 'conflict');
-    await server.db.models.IdempotencyKey.query().patch({ expiresAt: new Date(Date.now() - 1000) }).where('id', row!.id);
+    await server.db.models.IdempotencyKey.acrossOrgs().patch({ expiresAt: new Date(Date.now() - 1000) }).where('id', row!.id);
     const second = ok(await ai.post('/tickets/ai', { organizationId: owner.orgId, idempotencyKey: key, title: 'New use' }), 201);
     expect(second.id).to.not.equal(first.id);
   });

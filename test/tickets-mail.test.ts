@@ -73,7 +73,7 @@ describe('Tickets: mail to the requester', function () {
     expect(new Set([m1, m2, m3]).size).to.equal(3);
 
     // What inbound matching needs is stored per ticket, in order.
-    const stored = await test.server.db.models.TicketMail.query().where('ticketId', t.id).orderBy('createdAt');
+    const stored = await test.server.db.models.TicketMail.acrossOrgs().where('ticketId', t.id).orderBy('createdAt');
     expect(stored.map((m) => [m.kind, m.messageId, m.inReplyTo])).to.deep.equal([['created', m1, null], ['reply', m2, m1], ['resolved', m3, m2]]);
     expect((await test.server.services.tickets.core.deps.mail.ticketForMessageIds(owner.orgId, [m2]))?.id).to.equal(t.id);
 

@@ -91,7 +91,7 @@ export class AiService {
       const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forNoKeyUpdate();
       if (!current) throw new NotFound('Conversation');
       if (current.status === 'closed') throw new InvalidTransition('A closed conversation cannot be escalated');
-      const escalated = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { escalatedAt: new Date(), status: 'open', resolvedAt: null });
+      const escalated = await this.models.Conversation.forOrg(orgId, trx).patchAndFetchById(current.id, { escalatedAt: new Date(), status: 'open', resolvedAt: null });
       return { escalated, statusChanged: current.status !== 'open' };
     });
     const conversation = escalated.assignedTo ? escalated : await this.deps.routing.autoAssign(escalated, 'escalation');
@@ -110,7 +110,7 @@ export class AiService {
 
   async recordRun(orgId: string, conversationId: string, run: AgentRunInput): Promise<AgentRun> {
     await this.deps.conversations.get(orgId, conversationId);
-    return this.models.AgentRun.query().insertAndFetch({
+    return this.models.AgentRun.forOrg(orgId).insertAndFetch({
       organizationId: orgId,
       conversationId,
       status: run.status,

@@ -22,7 +22,7 @@ export class NotificationService {
   async notify(orgId: string, userIds: string[], n: NewNotification): Promise<Notification[]> {
     const recipients = [...new Set(userIds)];
     if (recipients.length === 0) return [];
-    const rows = (await this.models.Notification.query()
+    const rows = (await this.models.Notification.forOrg(orgId)
       .insert(recipients.map((userId) => ({ organizationId: orgId, userId, type: n.type, title: n.title, body: n.body ?? null, data: n.data ?? {} })))
       .returning('*')) as unknown as Notification[];
     for (const notification of rows) this.deps.events.publish('notification.created', { notification });
@@ -45,7 +45,7 @@ export class NotificationService {
     const notification = await this.models.Notification.forOrg(orgId).findById(id).where('userId', userId);
     if (!notification) throw new NotFound('Notification');
     if (notification.readAt) return notification;
-    return this.models.Notification.query().patchAndFetchById(id, { readAt: new Date() });
+    return this.models.Notification.forOrg(orgId).patchAndFetchById(id, { readAt: new Date() });
   }
 
   async markAllRead(orgId: string, userId: string): Promise<number> {

@@ -88,7 +88,7 @@ export class RoutingService {
 
   /** Writes the assignee of a conversation locked by the caller's transaction and stamps the round-robin clock. */
   private async applyAssignment(trx: Knex.Transaction, orgId: string, current: Conversation, agentId: string | null): Promise<Conversation> {
-    const conversation = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { assignedTo: agentId });
+    const conversation = await this.models.Conversation.forOrg(orgId, trx).patchAndFetchById(current.id, { assignedTo: agentId });
     if (agentId) await this.models.Membership.forOrg(orgId, trx).where({ userId: agentId }).patch({ lastAssignedAt: new Date() });
     await this.outbox?.record(trx, orgId, 'conversation.assigned', () => ({ conversation: presentConversation(conversation), assignedTo: agentId }));
     return conversation;

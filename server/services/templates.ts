@@ -38,7 +38,7 @@ export class TemplateService {
 
   async create(orgId: string, userId: string, input: Required<Pick<TemplateInput, 'title' | 'content'>> & TemplateInput): Promise<Template> {
     return this.unique(() =>
-      this.models.Template.query().insertAndFetch({
+      this.models.Template.forOrg(orgId).insertAndFetch({
         organizationId: orgId,
         title: input.title.trim(),
         content: input.content,
@@ -56,7 +56,7 @@ export class TemplateService {
     if (input.content !== undefined) patch.content = input.content;
     if (input.shortcut !== undefined) patch.shortcut = input.shortcut?.trim() || null;
     if (input.category !== undefined) patch.category = input.category?.trim() || null;
-    return this.unique(() => this.models.Template.query().patchAndFetchById(id, patch));
+    return this.unique(() => this.models.Template.forOrg(orgId).patchAndFetchById(id, patch));
   }
 
   async remove(orgId: string, id: string): Promise<void> {

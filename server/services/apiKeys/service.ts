@@ -91,7 +91,7 @@ export class ApiKeyService {
     const key = await this.deps.knex.transaction(async (trx) => {
       // The bot user has no usable password ('!' is no bcrypt hash) and an address that cannot receive mail.
       const bot = await this.deps.models.User.query(trx).insertAndFetch({ email: `api-key-${id}@bots.invalid`, name: `${input.name.trim()} (API key)`, passwordHash: '!' });
-      return this.deps.models.ApiKey.query(trx).insertAndFetch({
+      return this.deps.models.ApiKey.forOrg(orgId, trx).insertAndFetch({
         id, organizationId: orgId, userId: bot.id, name: input.name.trim(), scopes, secretHash: this.hash(secret), lastFour: secret.slice(-4), createdBy, expiresAt,
       });
     });
@@ -115,7 +115,7 @@ export class ApiKeyService {
   async revoke(orgId: string, id: string): Promise<ApiKey> {
     const key = await this.get(orgId, id);
     if (key.revokedAt) return key;
-    const revoked = await this.deps.models.ApiKey.query().patchAndFetchById(id, { revokedAt: new Date() });
+    const revoked = await this.deps.models.ApiKey.forOrg(orgId).patchAndFetchById(id, { revokedAt: new Date() });
     this.touched.delete(id);
     this.deps.events.publish('api_key.revoked', { organizationId: orgId, apiKeyId: id });
     return revoked;

@@ -71,7 +71,7 @@ export class ContactAttributes {
   async create(orgId: string, input: DefinitionInput): Promise<ContactAttributeDefinition> {
     const options = this.checkOptions(input.type, input.options ?? []);
     try {
-      return await this.models.ContactAttributeDefinition.query().insertAndFetch({ organizationId: orgId, key: input.key, label: input.label.trim(), type: input.type, options, description: input.description ?? null });
+      return await this.models.ContactAttributeDefinition.forOrg(orgId).insertAndFetch({ organizationId: orgId, key: input.key, label: input.label.trim(), type: input.type, options, description: input.description ?? null });
     } catch (err) {
       if (err instanceof dbErrors.UniqueViolationError) throw new Conflict(`An attribute "${input.key}" is already defined`);
       throw err;
@@ -85,7 +85,7 @@ export class ContactAttributes {
     if (patch.label !== undefined) changes.label = patch.label.trim();
     if (patch.description !== undefined) changes.description = patch.description;
     if (patch.options !== undefined) changes.options = this.checkOptions(def.type, patch.options);
-    return this.models.ContactAttributeDefinition.query().patchAndFetchById(def.id, changes);
+    return this.models.ContactAttributeDefinition.forOrg(orgId).patchAndFetchById(def.id, changes);
   }
 
   /** Removing a definition removes its values from every contact of the organization, in one transaction. */

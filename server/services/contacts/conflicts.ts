@@ -71,7 +71,7 @@ export class ContactConflicts {
       const opened: NewConflict[] = [];
 
       if (!contact) {
-        contact = await this.models.Contact.query(trx)
+        contact = await this.models.Contact.forOrg(orgId, trx)
           .insertAndFetch({ organizationId: orgId, ...fields, tags: [], attributes, lastActivityAt: new Date() })
           .catch(uniqueConflict);
         if (input.identity) await this.contacts.addIdentities(orgId, contact.id, [input.identity], trx);
@@ -99,12 +99,12 @@ export class ContactConflicts {
           if (!holders.identity) await this.contacts.addIdentities(orgId, target.id, [input.identity], trx);
           else if (holders.identity.id !== target.id) opened.push({ kind: 'duplicate', contactId: target.id, otherContactId: holders.identity.id, field: 'identity', currentValue: null, proposedValue: input.identity });
         }
-        contact = await this.models.Contact.query(trx).patchAndFetchById(target.id, { ...patch, lastActivityAt: new Date() });
+        contact = await this.models.Contact.forOrg(orgId, trx).patchAndFetchById(target.id, { ...patch, lastActivityAt: new Date() });
       }
 
       const conflicts = await this.open(orgId, source, conversation?.id ?? null, opened, trx);
       let relinked: Conversation | null = null;
-      if (conversation && conversation.contactId !== contact.id) relinked = await this.models.Conversation.query(trx).patchAndFetchById(conversation.id, { contactId: contact.id });
+      if (conversation && conversation.contactId !== contact.id) relinked = await this.models.Conversation.forOrg(orgId, trx).patchAndFetchById(conversation.id, { contactId: contact.id });
       const noteBase = { authorId: null, source, conversationId: conversation?.id ?? null } as const;
       if (input.note) await this.contacts.notes.create(orgId, contact.id, { ...noteBase, content: input.note }, trx);
       if (input.summary || input.topics?.length) {
@@ -143,7 +143,7 @@ export class ContactConflicts {
         mergedSource = newer.id;
         contactId = older.id;
       }
-      const resolved = await this.models.ContactConflict.query(trx).patchAndFetchById(conflict.id, { status: action === 'apply' ? 'applied' : 'dismissed', resolvedBy: byUserId, resolvedAt: new Date() });
+      const resolved = await this.models.ContactConflict.forOrg(orgId, trx).patchAndFetchById(conflict.id, { status: action === 'apply' ? 'applied' : 'dismissed', resolvedBy: byUserId, resolvedAt: new Date() });
       return { conflict: resolved, contact: await this.contacts.getFull(orgId, contactId, trx), changed: action === 'apply', mergedSource };
     });
     if (result.mergedSource) this.deps.events.publish('contact.merged', { contact: result.contact, sourceContactId: result.mergedSource });
@@ -158,13 +158,13 @@ export class ContactConflicts {
     if (field.startsWith('attributes.')) {
       const key = field.slice('attributes.'.length);
       const attributes = await this.contacts.attributes.merge(orgId, contact.attributes, { [key]: conflict.proposedValue }, trx);
-      await this.models.Contact.query(trx).patch({ attributes }).findById(contact.id);
+      await this.models.Contact.forOrg(orgId, trx).patch({ attributes }).findById(contact.id);
       return;
     }
     if (!(STANDARD_FIELDS as readonly string[]).includes(field) || typeof conflict.proposedValue !== 'string') throw new ValidationFailed('This conflict cannot be applied');
     const patch = normalizeFields({ [field]: conflict.proposedValue });
     if (patch.email !== undefined) (patch as Partial<Contact>).emailVerifiedAt = null;
-    await this.models.Contact.query(trx).patch(patch).findById(contact.id).catch(uniqueConflict);
+    await this.models.Contact.forOrg(orgId, trx).patch(patch).findById(contact.id).catch(uniqueConflict);
   }
 
   private async holders(orgId: string, fields: ContactFields, identity: IdentityInput | undefined, trx: Knex.Transaction) {
@@ -186,7 +186,7 @@ export class ContactConflicts {
         .whereRaw('proposed_value = ?::jsonb', [JSON.stringify(c.proposedValue)])
         .first();
       if (existing) continue;
-      out.push(await this.models.ContactConflict.query(trx).insertAndFetch({ organizationId: orgId, ...c, otherContactId: c.otherContactId ?? null, status: 'open', source, conversationId }));
+      out.push(await this.models.ContactConflict.forOrg(orgId, trx).insertAndFetch({ organizationId: orgId, ...c, otherContactId: c.otherContactId ?? null, status: 'open', source, conversationId }));
     }
     return out;
   }

@@ -69,10 +69,10 @@ export class ContactMerger {
     moved.tags = tags.length - target.tags.length;
     const latest = [target.lastActivityAt, source.lastActivityAt].filter((d): d is Date => !!d).sort((a, b) => +new Date(b) - +new Date(a))[0];
 
-    await ContactMerge.query(trx).insert({ organizationId: orgId, survivorContactId: targetId, sourceContactId: sourceId, sourceSnapshot: snapshot, moved, mergedBy: byUserId });
+    await ContactMerge.forOrg(orgId, trx).insert({ organizationId: orgId, survivorContactId: targetId, sourceContactId: sourceId, sourceSnapshot: snapshot, moved, mergedBy: byUserId });
     // The source goes before the survivor takes over its email or phone (both are unique).
     await Contact.forOrg(orgId, trx).deleteById(sourceId);
-    await Contact.query(trx).patch({ ...patch, tags, attributes, lastActivityAt: latest ?? null }).findById(targetId);
+    await Contact.forOrg(orgId, trx).patch({ ...patch, tags, attributes, lastActivityAt: latest ?? null }).findById(targetId);
     const survivor = await this.contacts.getFull(orgId, targetId, trx);
     await this.contacts.outbox?.record(trx, orgId, 'contact.merged', { contact: presentContact(survivor), sourceContactId: sourceId });
     return survivor;

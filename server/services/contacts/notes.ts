@@ -31,7 +31,7 @@ export class ContactNotes {
 
   async create(orgId: string, contactId: string, input: { content: string; authorId: string | null; source?: ContactNoteSource; conversationId?: string | null }, trx?: Knex.Transaction): Promise<ContactNote> {
     await this.contacts.get(orgId, contactId, trx);
-    return this.models.ContactNote.query(trx).insertAndFetch({
+    return this.models.ContactNote.forOrg(orgId, trx).insertAndFetch({
       organizationId: orgId,
       contactId,
       authorId: input.authorId,
@@ -43,12 +43,12 @@ export class ContactNotes {
 
   async update(orgId: string, contactId: string, noteId: string, by: NoteAuthor, content: string): Promise<ContactNote> {
     const note = await this.editable(orgId, contactId, noteId, by);
-    return this.models.ContactNote.query().patchAndFetchById(note.id, { content });
+    return this.models.ContactNote.forOrg(orgId).patchAndFetchById(note.id, { content });
   }
 
   async remove(orgId: string, contactId: string, noteId: string, by: NoteAuthor): Promise<void> {
     const note = await this.editable(orgId, contactId, noteId, by);
-    await this.models.ContactNote.query().deleteById(note.id);
+    await this.models.ContactNote.forOrg(orgId).deleteById(note.id);
   }
 
   async get(orgId: string, contactId: string, noteId: string): Promise<ContactNote> {

@@ -122,7 +122,7 @@ export class ContactService {
     const fields = normalizeFields(input);
     const contact = await this.deps.knex.transaction(async (trx) => {
       const attributes = await this.attributes.merge(orgId, {}, input.attributes ?? {}, trx);
-      const row = await this.models.Contact.query(trx)
+      const row = await this.models.Contact.forOrg(orgId, trx)
         .insertAndFetch({ organizationId: orgId, ...fields, tags: normalizeTags(input.tags ?? []), attributes })
         .catch(uniqueConflict);
       await this.addIdentities(orgId, row.id, input.identities ?? [], trx);
@@ -141,7 +141,7 @@ export class ContactService {
       if (patch.attributes !== undefined) changes.attributes = await this.attributes.merge(orgId, current.attributes, patch.attributes, trx);
       // A changed email is no longer a verified one.
       if (changes.email !== undefined && changes.email !== current.email) changes.emailVerifiedAt = null;
-      await this.models.Contact.query(trx).patch(changes).findById(id).catch(uniqueConflict);
+      await this.models.Contact.forOrg(orgId, trx).patch(changes).findById(id).catch(uniqueConflict);
       await this.outbox?.record(trx, orgId, 'contact.updated', async () => ({ contact: presentContact(await this.getFull(orgId, id, trx)) }));
     });
     return this.announce('contact.updated', await this.getFull(orgId, id));
@@ -194,7 +194,7 @@ export class ContactService {
         const tags = [...new Set(next(row.tags))];
         if (tags.length > LIMITS.tags) throw new ValidationFailed(`A contact has at most ${LIMITS.tags} tags`, [{ field: 'tags', message: `contact ${row.id} would have ${tags.length} tags` }]);
         if (tags.length === row.tags.length && tags.every((t) => row.tags.includes(t))) continue;
-        await this.models.Contact.query(trx).patch({ tags }).findById(row.id);
+        await this.models.Contact.forOrg(orgId, trx).patch({ tags }).findById(row.id);
         out.push(row.id);
       }
       return out;
@@ -263,7 +263,7 @@ export class ContactService {
       if (byPhone) delete fields.phone;
       // A savepoint, so that losing a race to a concurrent create leaves the caller's transaction usable.
       try {
-        const contact = (await t.transaction(async (sp) => this.models.Contact.query(sp).insertAndFetch({ organizationId: orgId, ...fields, tags: [], attributes: {} }))) as Contact;
+        const contact = (await t.transaction(async (sp) => this.models.Contact.forOrg(orgId, sp).insertAndFetch({ organizationId: orgId, ...fields, tags: [], attributes: {} }))) as Contact;
         return { contact, created: true };
       } catch (err) {
         if (!(err instanceof dbErrors.UniqueViolationError) || !fields.email) uniqueConflict(err);
@@ -289,14 +289,14 @@ export class ContactService {
       if (!holder) patch.phone = fields.phone;
     }
     if (Object.keys(patch).length === 0) return contact;
-    return this.models.Contact.query(trx).patchAndFetchById(contact.id, patch);
+    return this.models.Contact.forOrg(contact.organizationId, trx).patchAndFetchById(contact.id, patch);
   }
 
   /** Records channel identities; one already known in the organization is 409. */
   async addIdentities(orgId: string, contactId: string, identities: IdentityInput[], trx: Knex.Transaction): Promise<void> {
     if (identities.length === 0) return;
     const rows = identities.map((i) => ({ organizationId: orgId, contactId, channel: i.channel.trim().toLowerCase(), externalId: i.externalId.trim() }));
-    await this.models.ContactIdentity.query(trx).insert(rows).catch(uniqueConflict);
+    await this.models.ContactIdentity.forOrg(orgId, trx).insert(rows).catch(uniqueConflict);
   }
 
   /** Marks activity (a linked conversation, an AI upsert, an inbound channel message). */

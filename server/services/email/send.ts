@@ -64,7 +64,7 @@ export class EmailSendService {
       // are free text that may hold one.
       const sign = input.template === 'agent_verification_otp' ? '' : `\n-- \n${signature ? `${signature}\n` : ''}${organization.name}\n`;
       const outbox = await this.deps.mailer.queue({ kind: `ai_${input.template}`, to, subject, text: `${recipient.name ? `Hello ${recipient.name},` : 'Hello,'}\n\n${body}\n${sign}`, headers: { from: sender.from, ...(sender.replyTo ? { replyTo: sender.replyTo } : {}) } }, trx);
-      await this.deps.keys.complete(trx, claim.keyId, outbox.id);
+      await this.deps.keys.complete(trx, claim, outbox.id);
       return { emailId: outbox.id, status: outbox.status === 'logged' ? 'logged' : 'queued', replay: false };
     });
   }

@@ -40,7 +40,7 @@ export class TicketAiService {
       else if (conversation?.contactId) requester = requesterOf(await contactIn(core.models, trx, orgId, conversation.contactId));
       else if (conversation?.visitorEmail) requester = await core.requesterByEmail(trx, orgId, { name: conversation.visitorName, email: conversation.visitorEmail });
       const ticket = await core.insertTicket(trx, fx, actor, { title: fields.title, description: fields.description, priority: fields.priority, conversationId: fields.conversationId }, 'ai', requester);
-      await core.deps.keys.complete(trx, claim.keyId, ticket.id);
+      await core.deps.keys.complete(trx, claim, ticket.id);
       return { ticket, created: true };
     });
   }
@@ -93,7 +93,7 @@ export class TicketAiService {
       const claim = key ? await this.core.deps.keys.claim(trx, orgId, scope, key, request) : null;
       if (claim?.replay) return this.core.get(orgId, claim.resourceId, trx);
       const ticket = await work(trx, fx);
-      if (claim) await this.core.deps.keys.complete(trx, claim.keyId, ticketId);
+      if (claim) await this.core.deps.keys.complete(trx, claim, ticketId);
       return ticket;
     });
   }

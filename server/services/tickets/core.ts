@@ -132,7 +132,7 @@ export class TicketCore {
   }
 
   async addEvent(trx: Knex.Transaction, ticket: Ticket, actor: TicketActor | 'system', type: TicketEventType, e: { content?: string | null; data?: Record<string, unknown>; clientMessageId?: string | null } = {}): Promise<TicketEvent> {
-    return await this.models.TicketEvent.query(trx).insertAndFetch({
+    return await this.models.TicketEvent.forOrg(ticket.organizationId, trx).insertAndFetch({
       organizationId: ticket.organizationId,
       ticketId: ticket.id,
       type,
@@ -169,7 +169,7 @@ export class TicketCore {
       .onConflict('organization_id')
       .merge({ lastNumber: trx.raw('ticket_counters.last_number + 1') })
       .returning('lastNumber')) as { lastNumber: number }[];
-    const ticket = await this.models.Ticket.query(trx).insertAndFetch({
+    const ticket = await this.models.Ticket.forOrg(orgId, trx).insertAndFetch({
       organizationId: orgId,
       number: counter!.lastNumber,
       title: input.title.trim(),
@@ -232,7 +232,7 @@ export class TicketCore {
     }
     if (Object.keys(patch).length === 0) return current;
 
-    const ticket = await this.models.Ticket.query(trx).patchAndFetchById(current.id, patch);
+    const ticket = await this.models.Ticket.forOrg(current.organizationId, trx).patchAndFetchById(current.id, patch);
     if (fields.length) await this.addEvent(trx, ticket, actor, 'updated', { data: { fields } });
     if (priorityChanged) await this.addEvent(trx, ticket, actor, 'priority_changed', { data: { from: current.priority, to: ticket.priority } });
     if (assigneeChanged) {

@@ -5,7 +5,7 @@ import type { Knex } from 'knex';
 import type { Models } from '../../../db/index.js';
 import { Conflict } from '../../errors.js';
 
-export type Claim = { replay: false; keyId: string } | { replay: true; resourceId: string };
+export type Claim = { replay: false; keyId: string; organizationId: string } | { replay: true; resourceId: string };
 
 const SWEEP_EVERY_MS = 3_600_000;
 
@@ -35,12 +35,12 @@ export class IdempotencyKeys {
         .onConflict(['organization_id', 'scope', 'key'])
         .ignore()
         .returning('id');
-      if (inserted.length > 0) return { replay: false, keyId: (inserted[0] as { id: string }).id };
+      if (inserted.length > 0) return { replay: false, keyId: (inserted[0] as { id: string }).id, organizationId: orgId };
       const existing = await this.deps.models.IdempotencyKey.forOrg(orgId, trx).where({ scope, key }).first();
       if (!existing) continue;
       if (existing.expiresAt.getTime() <= Date.now()) {
         // An expired key is free again: it is replaced as if it never existed.
-        await this.deps.models.IdempotencyKey.query(trx).deleteById(existing.id);
+        await this.deps.models.IdempotencyKey.forOrg(orgId, trx).deleteById(existing.id);
         continue;
       }
       if (existing.requestHash !== hash) throw new Conflict('This idempotency key was already used with a different request');
@@ -51,13 +51,14 @@ export class IdempotencyKeys {
   }
 
   /** Records what the claimed request made; committed together with it. */
-  async complete(trx: Knex.Transaction, keyId: string, resourceId: string): Promise<void> {
-    await this.deps.models.IdempotencyKey.query(trx).patch({ resourceId }).where('id', keyId);
+  async complete(trx: Knex.Transaction, claim: { keyId: string; organizationId: string }, resourceId: string): Promise<void> {
+    await this.deps.models.IdempotencyKey.forOrg(claim.organizationId, trx).patch({ resourceId }).where('id', claim.keyId);
   }
 
   /** Deletes keys past their 30 days; idempotent, so every instance may do it. */
   async sweep(): Promise<number> {
-    return this.deps.models.IdempotencyKey.query().delete().where('expiresAt', '<=', this.deps.knex.fn.now());
+    // Expired keys of every organization: the sweep works for none in particular.
+    return this.deps.models.IdempotencyKey.acrossOrgs().delete().where('expiresAt', '<=', this.deps.knex.fn.now());
   }
 
   private sweepSometimes(): void {

@@ -26,16 +26,16 @@ export async function receiveTicketMail(core: TicketCore, target: Ticket, mail: 
       });
       followUp = true;
     } else if (ticket.status === 'resolved') {
-      const reopened = await core.models.Ticket.query(trx).patchAndFetchById(ticket.id, { ...statusPatch('open', new Date()), updatedAt: new Date() });
+      const reopened = await core.models.Ticket.forOrg(ticket.organizationId, trx).patchAndFetchById(ticket.id, { ...statusPatch('open', new Date()), updatedAt: new Date() });
       await core.addEvent(trx, reopened, 'system', 'status_changed', { content: 'The requester answered by mail', data: { from: 'resolved', to: 'open' } });
       fx.announce('status_changed', reopened);
       ticket = reopened;
     }
-    const event = await core.models.TicketEvent.query(trx).insertAndFetch({
+    const event = await core.models.TicketEvent.forOrg(ticket.organizationId, trx).insertAndFetch({
       organizationId: ticket.organizationId, ticketId: ticket.id, type: 'reply', actorType: 'contact', actorId: mail.contactId,
       content: mail.content, data: { direction: 'inbound', from: mail.from, messageId: mail.messageId }, clientMessageId: null,
     });
-    const touched = await core.models.Ticket.query(trx).patchAndFetchById(ticket.id, { updatedAt: new Date() });
+    const touched = await core.models.Ticket.forOrg(ticket.organizationId, trx).patchAndFetchById(ticket.id, { updatedAt: new Date() });
     if (!followUp) fx.announce('replied', touched);
     return { ticket: touched, event, followUp };
   });

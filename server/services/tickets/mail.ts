@@ -87,7 +87,7 @@ export class TicketMailer {
       ...(opts.cc?.length ? { cc: opts.cc } : {}),
     };
     const outbox = await this.deps.mailer.queue({ kind: `ticket_${kind}`, to, subject: ticketSubject(ticket), text: bodyOf(kind, ticket, organization, opts.content ?? null, identity?.signature ?? null), headers }, trx);
-    const mail = await this.deps.models.TicketMail.query(trx).insertAndFetch({
+    const mail = await this.deps.models.TicketMail.forOrg(ticket.organizationId, trx).insertAndFetch({
       organizationId: ticket.organizationId,
       ticketId: ticket.id,
       kind,

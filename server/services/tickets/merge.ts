@@ -21,11 +21,11 @@ export function mergeTicket(core: TicketCore, actor: TicketActor, sourceId: stri
     assertMergeable(source, 'source');
     assertMergeable(target, 'target');
 
-    const merged = await core.models.Ticket.query(trx).patchAndFetchById(source.id, { ...statusPatch('merged', new Date()), mergedIntoId: target.id });
+    const merged = await core.models.Ticket.forOrg(actor.orgId, trx).patchAndFetchById(source.id, { ...statusPatch('merged', new Date()), mergedIntoId: target.id });
     await core.models.Ticket.forOrg(actor.orgId, trx).where('mergedIntoId', source.id).patch({ mergedIntoId: target.id });
     await core.addEvent(trx, merged, actor, 'merged', { data: { direction: 'into', ticketId: target.id, number: target.number, from: source.status } });
     await core.addEvent(trx, target, actor, 'merged', { data: { direction: 'from', ticketId: source.id, number: source.number } });
-    const updatedTarget = await core.models.Ticket.query(trx).patchAndFetchById(target.id, { updatedAt: new Date() });
+    const updatedTarget = await core.models.Ticket.forOrg(actor.orgId, trx).patchAndFetchById(target.id, { updatedAt: new Date() });
     fx.announce('merged', merged);
     fx.announce('merged', updatedTarget);
     return updatedTarget;

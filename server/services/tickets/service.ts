@@ -99,7 +99,7 @@ export class TicketService {
   async remove(orgId: string, ticketId: string): Promise<void> {
     await this.core.run(async (trx, fx) => {
       const ticket = await this.core.lock(trx, orgId, ticketId);
-      await this.models.Ticket.query(trx).deleteById(ticket.id);
+      await this.models.Ticket.forOrg(orgId, trx).deleteById(ticket.id);
       fx.announce('deleted', ticket);
     });
   }
@@ -145,8 +145,8 @@ export class TicketService {
       const event = await this.core.addEvent(trx, ticket, actor, 'reply', { content: input.content, clientMessageId: input.clientMessageId ?? null });
       const sent = (await this.core.deps.mail.send(trx, ticket, 'reply', { content: input.content, cc, eventId: event.id }))!;
       const delivery: ReplyDelivery = { emailId: sent.outbox.id, status: sent.outbox.status === 'logged' ? 'logged' : 'queued', to: sent.mail.toAddress, cc, messageId: sent.mail.messageId };
-      const stored = await this.models.TicketEvent.query(trx).patchAndFetchById(event.id, { data: { delivery } });
-      fx.announce('replied', await this.models.Ticket.query(trx).patchAndFetchById(ticket.id, { updatedAt: new Date() }));
+      const stored = await this.models.TicketEvent.forOrg(ticket.organizationId, trx).patchAndFetchById(event.id, { data: { delivery } });
+      fx.announce('replied', await this.models.Ticket.forOrg(ticket.organizationId, trx).patchAndFetchById(ticket.id, { updatedAt: new Date() }));
       return { event: stored, delivery, duplicate: false };
     });
   }
@@ -161,7 +161,7 @@ export class TicketService {
       const ticket = await this.core.lock(trx, actor.orgId, ticketId);
       if (conversationId) await this.core.conversationIn(trx, actor.orgId, conversationId);
       if (ticket.conversationId === conversationId) return ticket;
-      const linked = await this.models.Ticket.query(trx).patchAndFetchById(ticket.id, { conversationId });
+      const linked = await this.models.Ticket.forOrg(actor.orgId, trx).patchAndFetchById(ticket.id, { conversationId });
       await this.core.addEvent(trx, linked, actor, 'linked', { data: { from: ticket.conversationId, to: conversationId } });
       fx.announce('linked', linked);
       return linked;
