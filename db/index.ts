@@ -42,6 +42,17 @@ import { StorageObject } from './models/StorageObject.js';
 import { KnowledgeSource } from './models/KnowledgeSource.js';
 import { UnansweredQuestion } from './models/UnansweredQuestion.js';
 
+/**
+ * knex-pglite turns knex's method name into the SQL command it reports, and knex names a delete `del`: deletes
+ * answered the driver's raw result instead of their row count (so `deleted === 0` never held on the embedded
+ * database). Naming the method as knex's PostgreSQL client expects gives deletes their count back.
+ */
+class EmbeddedClient extends (ClientPgLite as unknown as new (config: Knex.Config) => { processResponse(obj: { method?: string }, runner: unknown): unknown }) {
+  processResponse(obj: { method?: string }, runner: unknown): unknown {
+    return super.processResponse(obj.method === 'del' ? { ...obj, method: 'delete' } : obj, runner);
+  }
+}
+
 const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
 const { knexSnakeCaseMappers } = objection;
 
@@ -94,7 +105,7 @@ export function knexConfig(options: DatabaseOptions): Knex.Config {
   const dir = path.join(options.dataDir, 'pgdata');
   mkdirSync(dir, { recursive: true });
   // PGlite serves one connection; knex-pglite fixes the pool at one, so transactions serialize.
-  return { ...common, client: ClientPgLite as unknown as typeof Knex.Client, dialect: 'postgres', connection: { filename: dir } } as Knex.Config;
+  return { ...common, client: EmbeddedClient as unknown as typeof Knex.Client, dialect: 'postgres', connection: { filename: dir } } as Knex.Config;
 }
 
 export function createDatabase(options: DatabaseOptions): Database {
