@@ -6,7 +6,7 @@ import type { JobQueue } from '../../jobs/index.js';
 import type { Logger } from '../../logger.js';
 import type { ContactService } from '../contacts/index.js';
 import type { EmailIdentityService } from '../email/index.js';
-import type { MessageService } from '../messages.js';
+import type { MessageService } from '../messages/index.js';
 import type { NotificationService } from '../notifications.js';
 import type { OrganizationService } from '../organizations.js';
 import type { TicketService } from '../tickets/index.js';
