@@ -6,7 +6,7 @@ import type { Conversation } from '../db/models/Conversation.js';
 import type { Message } from '../db/models/Message.js';
 import type { Notification } from '../db/models/Notification.js';
 import type { Ticket } from '../db/models/Ticket.js';
-import type { TicketAction } from './services/tickets/core.js';
+import type { TicketAction } from './services/tickets/types.js';
 import type { Logger } from './logger.js';
 import type { ChannelDeliveryView } from './presenters/channel.js';
 

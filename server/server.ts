@@ -266,13 +266,10 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
 /** This instance's connected sockets by kind: visitors, agents, and bots (API keys). */
 function countSockets(realtime: Realtime): Record<SocketKind, number> {
   const counts: Record<SocketKind, number> = { agent: 0, visitor: 0, bot: 0 };
-  const nsps = (realtime.io as unknown as { _nsps: Map<string, { sockets: Map<string, { data: { visitor?: unknown; operator?: { apiKey?: unknown } } }> }> })._nsps;
-  for (const nsp of nsps.values()) {
-    for (const socket of nsp.sockets.values()) {
-      if (socket.data?.visitor) counts.visitor += 1;
-      else if (socket.data?.operator?.apiKey) counts.bot += 1;
-      else if (socket.data?.operator) counts.agent += 1;
-    }
+  for (const socket of realtime.localSockets()) {
+    if (socket.data?.visitor) counts.visitor += 1;
+    else if (socket.data?.operator?.apiKey) counts.bot += 1;
+    else if (socket.data?.operator) counts.agent += 1;
   }
   return counts;
 }
