@@ -4,7 +4,6 @@
 import type { Knex } from 'knex';
 import type { Conversation } from '../../../db/models/Conversation.js';
 import type { Ticket } from '../../../db/models/Ticket.js';
-import type { DomainEventBus } from '../../events.js';
 import type { Job } from '../../jobs/index.js';
 import type { ContactService } from '../contacts/index.js';
 import { MAX_CONTENT_LENGTH, type MessageService } from '../messages/index.js';
@@ -17,7 +16,7 @@ import type { DeliveryUpdates } from './outbound.js';
 const SUBJECT_NUMBER = /\[#(\d{1,9})\]/;
 
 export class InboundProcessor {
-  constructor(private readonly deps: { knex: Knex; events: DomainEventBus; contacts: ContactService; messages: MessageService; tickets: TicketService; deliveries: DeliveryUpdates }) {}
+  constructor(private readonly deps: { knex: Knex; contacts: ContactService; messages: MessageService; tickets: TicketService; deliveries: DeliveryUpdates }) {}
 
   async handle(job: Job<InboundJob>): Promise<void> {
     const event = (await this.deps.knex('inbound_events').where({ id: job.payload.eventId }).first()) as InboundEventRow | undefined;
