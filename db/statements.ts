@@ -28,6 +28,8 @@ export type StatementFactory = <Row>(name: string, text: string) => Statement<Ro
  * names must be unique per process, since a connection keeps each name for one text.
  */
 export function statement<Row>(knex: Knex, name: string, text: string, prepared: boolean): Statement<Row> {
+  // knex has no public API for a named prepared statement (knex.raw always sends an unnamed one), so the statement
+  // borrows a connection from knex's own pool through its client, the same calls knex makes around every query.
   const client = knex.client as unknown as PooledClient;
   return {
     async rows(values) {
@@ -57,4 +59,19 @@ export function rowFromJson<T>(json: Record<string, unknown>, skip?: string): T 
     row[key] = key.endsWith('_at') && typeof value === 'string' ? new Date(value) : value;
   }
   return camelRow(row) as T;
+}
+
+/**
+ * Runs a statement's text (with its `$n` placeholders) inside a knex transaction, for a path that must share that
+ * transaction's locks and commit. Not prepared: knex has no named statements, and such paths are the rare ones.
+ */
+export async function rowsIn<Row>(trx: Knex.Transaction, text: string, values: unknown[]): Promise<Row[]> {
+  const bindings: unknown[] = [];
+  // knex binds `?` in order: each `$n` becomes one `?` with its value (a value used twice is bound twice).
+  const sql = text.replace(/\$(\d+)/g, (_, n: string) => {
+    bindings.push(values[Number(n) - 1]);
+    return '?';
+  });
+  const result = (await trx.raw(sql, bindings as Knex.RawBinding[])) as { rows: Row[] };
+  return result.rows;
 }

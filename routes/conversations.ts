@@ -2,7 +2,7 @@
 import type { ConversationStatus } from '../db/models/Conversation.js';
 import type { MessageType } from '../db/models/Message.js';
 import { presentConversation, presentMessage } from '../server/presenters/conversation.js';
-import type { ContactInput } from '../server/services/conversations.js';
+import type { ContactInput } from '../server/services/conversations/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, object, paginationQuery, params, personName } from './schemas/common.js';

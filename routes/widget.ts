@@ -80,7 +80,10 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       body: object({ message: content, source, clientMessageId }, ['message']),
       response: { status: 201, description: 'The conversation and its first message', data: object({ conversation: VisitorConversationView, message: MessageView }) },
       handler: async ({ visitor, body }) => {
-        const { conversation, message, duplicate } = await s.widget.startConversation(visitor!, body);
+        const { conversation, message, duplicate } = await s.messages.send(
+          { type: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId },
+          { content: body.message, clientMessageId: body.clientMessageId, start: { source: body.source, visitorName: visitor!.name, visitorEmail: visitor!.email } },
+        );
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already started' : 'Conversation started', data: { conversation: presentVisitorConversation(conversation), message: presentMessage(message) } };
       },
     }),

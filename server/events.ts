@@ -6,7 +6,7 @@ import type { Conversation } from '../db/models/Conversation.js';
 import type { Message } from '../db/models/Message.js';
 import type { Notification } from '../db/models/Notification.js';
 import type { Ticket } from '../db/models/Ticket.js';
-import type { TicketAction } from './services/tickets/core.js';
+import type { TicketAction } from './services/tickets/types.js';
 import type { Logger } from './logger.js';
 import type { ChannelDeliveryView } from './presenters/channel.js';
 
@@ -18,7 +18,10 @@ export interface DomainEvents {
   'organization.deleted': { organizationId: string };
   /** An API key was revoked: its sockets are cut on every instance. */
   'api_key.revoked': { organizationId: string; apiKeyId: string };
-  /** A visitor started a conversation (its first message is announced by message.created). */
+  /**
+   * A customer's first message opened a conversation (widget, follow-up to a closed chat, or a channel); its message
+   * is announced by message.created. Routing and notifications react to it (services/conversations/arrivals.ts).
+   */
   'conversation.created': { conversation: Conversation };
   /** Status, assignee, priority or contact changed. */
   'conversation.updated': { conversation: Conversation; statusChanged?: boolean };

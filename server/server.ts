@@ -28,8 +28,8 @@ import { MembershipService } from './services/memberships.js';
 import { OrganizationService } from './services/organizations.js';
 import { AgentService } from './services/agents.js';
 import { ContactService } from './services/contacts/index.js';
-import { ConversationService } from './services/conversations.js';
-import { MessageService } from './services/messages.js';
+import { ConversationService, listenForArrivals } from './services/conversations/index.js';
+import { MessageService } from './services/messages/index.js';
 import { NotificationService } from './services/notifications.js';
 import { RoutingService } from './services/routing.js';
 import { WidgetService } from './services/widget.js';
@@ -109,9 +109,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const conversations = new ConversationService({ models: db.models, knex: db.knex, statement: db.statement, events, contacts });
   const routing = new RoutingService({ models: db.models, knex: db.knex, events, presence, notifications });
   const agents = new AgentService({ models: db.models, knex: db.knex, events, presence });
-  const widget = new WidgetService({ models: db.models, knex: db.knex, tokens, messages, routing, notifications, publicUrl: config.publicUrl });
-  messages.onConversationStarted = (conversation) =>
-    widget.afterConversationStarted(conversation).catch((err) => logger.error({ err, conversationId: conversation.id }, 'routing a new conversation failed'));
+  const widget = new WidgetService({ models: db.models, tokens, messages, publicUrl: config.publicUrl });
+  listenForArrivals({ models: db.models, events, routing, notifications, logger });
   const apiKeys = new ApiKeyService({ models: db.models, knex: db.knex, statement: db.statement, events, hashKey: hashSecret(tokenHashKey, 'api-keys'), redis: redis?.main ?? null, requestsPerMinute: config.apiKeyRateLimitPerMinute });
   const actors = new ActorResolver(db.statement, tokens, apiKeys);
   const templates = new TemplateService({ models: db.models });
@@ -267,13 +266,10 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
 /** This instance's connected sockets by kind: visitors, agents, and bots (API keys). */
 function countSockets(realtime: Realtime): Record<SocketKind, number> {
   const counts: Record<SocketKind, number> = { agent: 0, visitor: 0, bot: 0 };
-  const nsps = (realtime.io as unknown as { _nsps: Map<string, { sockets: Map<string, { data: { visitor?: unknown; operator?: { apiKey?: unknown } } }> }> })._nsps;
-  for (const nsp of nsps.values()) {
-    for (const socket of nsp.sockets.values()) {
-      if (socket.data?.visitor) counts.visitor += 1;
-      else if (socket.data?.operator?.apiKey) counts.bot += 1;
-      else if (socket.data?.operator) counts.agent += 1;
-    }
+  for (const socket of realtime.localSockets()) {
+    if (socket.data?.visitor) counts.visitor += 1;
+    else if (socket.data?.operator?.apiKey) counts.bot += 1;
+    else if (socket.data?.operator) counts.agent += 1;
   }
   return counts;
 }

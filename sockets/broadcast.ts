@@ -5,15 +5,18 @@ import { presentConversation, presentMessage } from '../server/presenters/conver
 import { presentNotification } from '../server/presenters/notification.js';
 import { presentTicket } from '../server/presenters/ticket.js';
 import type { AgentStatus } from './events.js';
-import type { OrgNamespace, RealtimeDeps } from './index.js';
+import type { OrgNamespace, RealtimeDeps } from './types.js';
 import { namespaceOf, rooms } from './rooms.js';
 
 /** A namespace made only to publish through the Redis adapter is dropped after this long without sockets. */
 const EMIT_ONLY_TTL_MS = 60_000;
 
 export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, deps: RealtimeDeps) {
+  // What io.of(fn) returns is a ParentNamespace, which socket.io does not export: createChild is its public method,
+  // `children` its private set of namespaces (no public way to forget a child that never had a socket).
   const parent = orgs as unknown as { createChild(name: string): Namespace; children: Set<Namespace> };
-  const nsps = (io as unknown as { _nsps: Map<string, Namespace> })._nsps;
+  // The server's registry of namespaces (declared in socket.io's typings): the only lookup that does not create one.
+  const nsps = io._nsps;
   const emitOnly = new Map<string, NodeJS.Timeout>();
   // Organizations deleted while this instance ran: late events (an agent going offline) must not revive their namespace.
   const deleted = new Set<string>();

@@ -2,59 +2,19 @@
 import type { Server as HttpServer } from 'node:http';
 import { createAdapter } from '@socket.io/redis-adapter';
 import jwt from 'jsonwebtoken';
-import { Server, type Namespace, type Socket } from 'socket.io';
-import type { Models } from '../db/index.js';
-import type { ActorResolver, OperatorActor } from '../server/auth/actor.js';
-import type { Config } from '../server/config.js';
+import { Server } from 'socket.io';
 import { AppError } from '../server/errors.js';
-import type { DomainEventBus } from '../server/events.js';
-import type { Logger } from '../server/logger.js';
-import type { Presence } from '../server/presence.js';
 import { requestIdFrom } from '../routes/middleware/requestId.js';
-import type { RedisLink } from '../server/redis.js';
-import type { AgentService } from '../server/services/agents.js';
-import type { ConversationService } from '../server/services/conversations.js';
-import type { MessageService } from '../server/services/messages.js';
-import { requestOrigin, type VisitorActor, type WidgetService } from '../server/services/widget.js';
+import { requestOrigin } from '../server/services/widget.js';
 import { createBroadcaster } from './broadcast.js';
 import { hasScope, isApiKeyToken } from '../server/services/apiKeys/index.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
-import type { MembershipCheck } from './membership.js';
 import { attachOperator } from './operator.js';
 import { NAMESPACE, rooms } from './rooms.js';
 import { attachVisitor } from './visitor.js';
-import type { AssistService } from '../server/services/knowledge/index.js';
+import type { AppSocket, Realtime, RealtimeDeps, SocketData } from './types.js';
 
-export interface SocketData {
-  orgId: string;
-  operator?: OperatorActor;
-  visitor?: VisitorActor;
-}
-
-export type AppSocket = Socket<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>;
-export type OrgNamespace = Namespace<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>;
-
-export interface RealtimeDeps {
-  config: Config;
-  logger: Logger;
-  models: Models;
-  redis: RedisLink | null;
-  events: DomainEventBus;
-  actors: ActorResolver;
-  presence: Presence;
-  widget: WidgetService;
-  messages: MessageService;
-  conversations: ConversationService;
-  agents: AgentService;
-  membershipCheck: MembershipCheck;
-  /** Agent assist (knowledge and templates, and the AI service when configured). */
-  assist?: AssistService;
-}
-
-export interface Realtime {
-  io: Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>;
-  close(): Promise<void>;
-}
+export type { AppSocket, OrgNamespace, Realtime, RealtimeDeps, SocketData } from './types.js';
 
 /** Node's timers fire at once past this delay (about 24.8 days), so longer waits are made of several. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -178,7 +138,10 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
   });
 
   const broadcaster = createBroadcaster(io, orgs, deps);
-  const localSockets = () => [...(orgs as unknown as { children: Set<OrgNamespace> }).children].flatMap((nsp) => [...nsp.sockets.values()]);
+  // Socket.IO keeps the children of a dynamic namespace private and has no public lookup of namespaces; `_nsps` is
+  // the server's registry of them, declared in its typings. Organization namespaces are the ones NAMESPACE names.
+  const orgNamespaces = () => [...io._nsps.values()].filter((nsp) => NAMESPACE.test(nsp.name));
+  const localSockets = (): AppSocket[] => orgNamespaces().flatMap((nsp) => [...nsp.sockets.values()]);
   // Revocations, suspensions and removals made elsewhere while Redis was away never reached this instance: check
   // this instance's agent sockets against the database once the link is back.
   const recheck = () =>
@@ -187,12 +150,13 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
 
   return {
     io,
+    localSockets,
     async close() {
       broadcaster.stop();
       deps.redis?.off('up', recheck);
       // Tell every client to go now, then stop the engine; Redis clients close last.
       io.disconnectSockets(true);
-      for (const nsp of (orgs as unknown as { children: Set<Namespace> }).children) nsp.disconnectSockets(true);
+      for (const nsp of orgNamespaces()) nsp.disconnectSockets(true);
       await new Promise<void>((resolve) => io.close(() => resolve()));
     },
   };

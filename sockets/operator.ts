@@ -3,7 +3,7 @@ import type { Membership } from '../db/models/Membership.js';
 import { presentMessage } from '../server/presenters/conversation.js';
 import { on } from './ack.js';
 import type { AgentStatus, ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
-import type { AppSocket, RealtimeDeps } from './index.js';
+import type { AppSocket, RealtimeDeps } from './types.js';
 import { rooms } from './rooms.js';
 import { Forbidden } from '../server/errors.js';
 import { hasScope } from '../server/services/apiKeys/index.js';

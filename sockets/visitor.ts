@@ -3,7 +3,7 @@ import { Forbidden } from '../server/errors.js';
 import { presentMessage } from '../server/presenters/conversation.js';
 import { on } from './ack.js';
 import type { ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
-import type { AppSocket, RealtimeDeps } from './index.js';
+import type { AppSocket, RealtimeDeps } from './types.js';
 import { rooms } from './rooms.js';
 import * as schemas from './schemas.js';
 

@@ -2,7 +2,7 @@
 // counts that match the messages table, idempotent reruns, and two instances rolling up at once.
 import { expect } from 'chai';
 import type { Conversation } from '../db/models/Conversation.js';
-import type { Sender, SendInput } from '../server/services/messages.js';
+import type { Sender, SendInput } from '../server/services/messages/index.js';
 import { MessageRollup } from '../server/services/analytics/index.js';
 import { expectApiSuccess } from './helpers/auth.js';
 import { addMember, signUp, type SignedUp } from './helpers/factories.js';

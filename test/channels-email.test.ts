@@ -97,6 +97,13 @@ describe('Channels: email', function () {
     expect(conversation).to.include({ channel: 'email', channelId, channelAddress: customer, status: 'open' });
     const contact = await test.server.db.knex('contacts').where({ id: conversation.contactId }).first();
     expect(contact.email).to.equal(customer);
+    // The conversation opened with its first message, so its conversation.created reached the agents' notifications.
+    const notices = await waitFor(async () => {
+      const all = ok(await agent.api.get('/notifications?limit=200', { token: agent.accessToken }), 200) as { type: string; data: { conversationId?: string } }[];
+      const mine = all.filter((n) => n.type === 'new_conversation' && n.data.conversationId === conversation.id);
+      return mine.length > 0 && mine;
+    }, { what: 'the new-conversation notification' });
+    expect(notices).to.have.length(1);
   });
 
   it('mails agent replies back threaded, From the organization; internal notes never leave', async () => {

@@ -3,7 +3,7 @@
 // transactional path and still gets its own answer. Same stored rows, same events, same order per conversation.
 import { expect } from 'chai';
 import { toAppError } from '../server/errors.js';
-import type { SendResult } from '../server/services/messages.js';
+import type { SendResult } from '../server/services/messages/index.js';
 import { presentMessage } from '../server/presenters/conversation.js';
 import { signUp } from './helpers/factories.js';
 import { sharedServer } from './helpers/hooks.js';

@@ -4,7 +4,7 @@
 // characters are text.
 import { expect } from 'chai';
 import type { StatementFactory } from '../db/statements.js';
-import { MessageService, type SendInput, type SendResult, type Sender } from '../server/services/messages.js';
+import { MessageService, type SendInput, type SendResult, type Sender } from '../server/services/messages/index.js';
 import { addMember, signUp, type SignedUp } from './helpers/factories.js';
 import { sharedServer } from './helpers/hooks.js';
 import { newVisitor, startConversation, type Visitor } from './helpers/live.js';

@@ -1,8 +1,16 @@
-import type { AttachmentView } from '../../server/services/messages.js';
 import { TenantModel } from '../BaseModel.js';
 
 export type SenderType = 'visitor' | 'agent' | 'ai' | 'system';
 export type MessageType = 'text' | 'image' | 'file' | 'system';
+
+/** A file of a message as every presentation shows it; `url` is a short-lived download link minted for that view. */
+export interface AttachmentView {
+  objectId: string;
+  fileName: string;
+  mimeType: string;
+  sizeBytes: number;
+  url: string;
+}
 
 export class Message extends TenantModel {
   static override tableName = 'messages';

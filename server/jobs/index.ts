@@ -101,8 +101,8 @@ export class JobQueue {
       id = (existing as { id: string }).id;
     }
     // Picked up at once after the commit rather than at the next poll.
-    const committed = options.trx ? (options.trx as unknown as { executionPromise?: Promise<unknown> }).executionPromise : Promise.resolve();
-    committed?.then(() => this.poll(queue), () => undefined);
+    const committed = options.trx ? options.trx.executionPromise : Promise.resolve();
+    committed.then(() => this.poll(queue), () => undefined);
     return { id };
   }
 

@@ -7,8 +7,8 @@ import type { Conversation } from '../../db/models/Conversation.js';
 import type { Message } from '../../db/models/Message.js';
 import type { DomainEventBus } from '../events.js';
 import { InvalidTransition, NotFound } from '../errors.js';
-import type { ConversationService } from './conversations.js';
-import type { MessageService, SendResult } from './messages.js';
+import type { ConversationService } from './conversations/index.js';
+import type { MessageService, SendResult } from './messages/index.js';
 import type { NewNotification, NotificationService } from './notifications.js';
 import type { RoutingService } from './routing.js';
 

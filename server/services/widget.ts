@@ -1,6 +1,5 @@
 // The embeddable widget: its configuration, visitor sessions and tokens, visitor conversations and QR codes.
 import { randomBytes } from 'node:crypto';
-import type { Knex } from 'knex';
 import QRCode from 'qrcode';
 import type { Models } from '../../db/index.js';
 import type { Conversation } from '../../db/models/Conversation.js';
@@ -9,9 +8,7 @@ import type { VisitorSession } from '../../db/models/VisitorSession.js';
 import type { Widget } from '../../db/models/Widget.js';
 import type { TokenService } from '../auth/tokens.js';
 import { Forbidden, NotFound, Unauthorized } from '../errors.js';
-import type { MessageService, SendResult } from './messages.js';
-import type { NotificationService } from './notifications.js';
-import type { RoutingService } from './routing.js';
+import type { MessageService } from './messages/index.js';
 
 export interface VisitorActor {
   kind: 'visitor';
@@ -69,11 +66,8 @@ export class WidgetService {
   constructor(
     private readonly deps: {
       models: Models;
-      knex: Knex;
       tokens: TokenService;
       messages: MessageService;
-      routing: RoutingService;
-      notifications: NotificationService;
       publicUrl: string;
     },
   ) {}
@@ -164,55 +158,6 @@ export class WidgetService {
       tokenExpiresAt: claims.exp,
       allowedOrigins: session.allowedOrigins ?? [],
     };
-  }
-
-  /**
-   * A visitor's first message opens a conversation; routing and notifications follow the commit. A retry with the
-   * same clientMessageId gets the conversation it already started (duplicate), not a second one.
-   */
-  async startConversation(visitor: VisitorActor, input: { message: string; source?: string; clientMessageId?: string }): Promise<SendResult> {
-    const result = await this.deps.knex.transaction(async (trx): Promise<SendResult> => {
-      if (input.clientMessageId) {
-        // The session row lock serializes a visitor's concurrent starts, so a retry always sees the first one.
-        await this.models.VisitorSession.forOrg(visitor.orgId, trx).findById(visitor.sessionId).forUpdate();
-        const own = this.models.Conversation.forOrg(visitor.orgId, trx).where('visitorSessionId', visitor.sessionId).select('id');
-        const first = await this.models.Message.forOrg(visitor.orgId, trx)
-          .whereIn('conversationId', own)
-          .findOne({ senderType: 'visitor', senderId: visitor.sessionId, clientMessageId: input.clientMessageId, seq: 1 });
-        const started = first && (await this.models.Conversation.forOrg(visitor.orgId, trx).findById(first.conversationId));
-        if (first && started) return { message: first, conversation: started, duplicate: true, started: false, reopened: false };
-      }
-      const conversation = await this.models.Conversation.query(trx).insertAndFetch({
-        organizationId: visitor.orgId,
-        status: 'open',
-        priority: 'medium',
-        channel: 'widget',
-        source: input.source ?? 'widget',
-        visitorSessionId: visitor.sessionId,
-        visitorName: visitor.name,
-        visitorEmail: visitor.email,
-        tags: [],
-      });
-      const appended = await this.deps.messages.append(trx, conversation, { type: 'visitor', orgId: visitor.orgId, sessionId: visitor.sessionId }, { conversationId: conversation.id, content: input.message, clientMessageId: input.clientMessageId });
-      await this.deps.messages.recordStarted(trx, appended.conversation);
-      return { message: appended.message, conversation: appended.conversation, duplicate: false, started: true, reopened: false };
-    });
-    if (!result.duplicate) this.deps.messages.announce(result);
-    return result;
-  }
-
-  /** Routing first, then the notifications the organization asked for. */
-  async afterConversationStarted(conversation: Conversation): Promise<void> {
-    const routed = await this.deps.routing.autoAssign(conversation);
-    const org = await this.models.Organization.query().findById(conversation.organizationId);
-    if (!org || org.settings?.notifyAgentsOnNewConversation === false) return;
-    const agents = await this.models.Membership.forOrg(conversation.organizationId).where('status', 'accepted').whereNotNull('userId').select('userId');
-    const recipients = agents.map((a) => a.userId!).filter((id) => id !== routed.assignedTo);
-    await this.deps.notifications.notify(conversation.organizationId, recipients, {
-      type: 'new_conversation',
-      title: `New conversation${conversation.visitorName ? ` with ${conversation.visitorName}` : ''}`,
-      data: { conversationId: conversation.id },
-    });
   }
 
   async visitorConversations(visitor: VisitorActor): Promise<Conversation[]> {

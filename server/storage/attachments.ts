@@ -5,7 +5,7 @@ import type { Models } from '../../db/index.js';
 import type { Message } from '../../db/models/Message.js';
 import type { StorageObject } from '../../db/models/StorageObject.js';
 import { ValidationFailed } from '../errors.js';
-import type { AttachmentView, Sender } from '../services/messages.js';
+import type { AttachmentView, Sender } from '../services/messages/types.js';
 import type { StorageDriver } from './driver.js';
 import { refOf } from './service.js';
 

@@ -6,7 +6,7 @@ import type { JobQueue } from '../../jobs/index.js';
 import type { Logger } from '../../logger.js';
 import type { ContactService } from '../contacts/index.js';
 import type { EmailIdentityService } from '../email/index.js';
-import type { MessageService } from '../messages.js';
+import type { MessageService } from '../messages/index.js';
 import type { NotificationService } from '../notifications.js';
 import type { OrganizationService } from '../organizations.js';
 import type { TicketService } from '../tickets/index.js';
@@ -71,7 +71,7 @@ export class ChannelService {
       knex, jobs, events: deps.events, notifications: deps.notifications, provisioning: this.provisioning, email: deps.email, emailSender: this.emailSender,
       mailFrom: deps.mailFrom, whatsappGraphUrl: settings.whatsappGraphUrl, telegramApiUrl: settings.telegramApiUrl, logger: deps.logger,
     });
-    const processor = new InboundProcessor({ knex, events: deps.events, contacts: deps.contacts, messages: deps.messages, tickets: deps.tickets, deliveries: this.deliveries });
+    const processor = new InboundProcessor({ knex, contacts: deps.contacts, messages: deps.messages, tickets: deps.tickets, deliveries: this.deliveries });
     this.smtpIn = new SmtpInbound({ inbound: this.inbound, domain: settings.inboundEmailDomain, logger: deps.logger });
     jobs.define<InboundJob>({ queue: INBOUND_QUEUE, handle: (job) => processor.handle(job), retryDelaysSeconds: [5, 30, 120, 600, 3600] });
     jobs.define<DeliveryJob>({ queue: DELIVERY_QUEUE, handle: (job) => this.deliveries.handle(job), retryDelaysSeconds: DELIVERY_RETRY_SECONDS });

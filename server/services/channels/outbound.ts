@@ -11,7 +11,7 @@ import { RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
 import type { Logger } from '../../logger.js';
 import { presentDelivery } from '../../presenters/channel.js';
 import type { EmailIdentityService } from '../email/index.js';
-import type { ChannelOutbox } from '../messages.js';
+import type { ChannelOutbox } from '../messages/types.js';
 import type { NotificationService } from '../notifications.js';
 import type { ChannelProvisioning } from './provisioning.js';
 import type { EmailSender } from './providers/email.js';

@@ -4,10 +4,9 @@
 import type { Knex } from 'knex';
 import type { Conversation } from '../../../db/models/Conversation.js';
 import type { Ticket } from '../../../db/models/Ticket.js';
-import type { DomainEventBus } from '../../events.js';
 import type { Job } from '../../jobs/index.js';
 import type { ContactService } from '../contacts/index.js';
-import type { MessageService } from '../messages.js';
+import { MAX_CONTENT_LENGTH, type MessageService } from '../messages/index.js';
 import type { TicketService } from '../tickets/index.js';
 import { receiveTicketMail } from '../tickets/inbound.js';
 import type { InboundJob } from './inbound.js';
@@ -17,7 +16,7 @@ import type { DeliveryUpdates } from './outbound.js';
 const SUBJECT_NUMBER = /\[#(\d{1,9})\]/;
 
 export class InboundProcessor {
-  constructor(private readonly deps: { knex: Knex; events: DomainEventBus; contacts: ContactService; messages: MessageService; tickets: TicketService; deliveries: DeliveryUpdates }) {}
+  constructor(private readonly deps: { knex: Knex; contacts: ContactService; messages: MessageService; tickets: TicketService; deliveries: DeliveryUpdates }) {}
 
   async handle(job: Job<InboundJob>): Promise<void> {
     const event = (await this.deps.knex('inbound_events').where({ id: job.payload.eventId }).first()) as InboundEventRow | undefined;
@@ -62,24 +61,19 @@ export class InboundProcessor {
     if (!conversation || conversation.status === 'closed' || conversation.contactId !== contactId) {
       conversation = (await knex('conversations').where({ organizationId: orgId, channelId: channel.id, contactId }).whereIn('status', ['open', 'pending', 'resolved']).orderBy('createdAt', 'desc').first()) as Conversation | undefined;
     }
-    let started = false;
-    if (!conversation) {
-      [conversation] = (await knex('conversations').insert({
-        organizationId: orgId, status: 'open', priority: 'medium', channel: channel.type, source: 'channel', contactId, subject: mail.subject?.slice(0, 255) ?? null,
-        visitorName: mail.fromName, visitorEmail: channel.type === 'email' ? mail.from : null, channelId: channel.id, channelAddress: mail.from, tags: JSON.stringify([]),
-      }, '*')) as Conversation[];
-      started = true;
-    }
-    const content = channel.type === 'email' && mail.subject && started ? `${mail.subject}\n\n${mail.text}` : mail.text;
-    // The event id as clientMessageId: a job run twice stores the message once.
-    const sent = await this.deps.messages.send({ type: 'contact', orgId, contactId }, {
-      conversationId: conversation!.id, content: content.slice(0, 50_000) || '(empty)', clientMessageId: `inbound:${event.id}`,
+    const content = channel.type === 'email' && mail.subject && !conversation ? `${mail.subject}\n\n${mail.text}` : mail.text;
+    const message = {
+      // The event id as clientMessageId: a job run twice stores the message once (and opens one conversation).
+      content: content.slice(0, MAX_CONTENT_LENGTH) || '(empty)', clientMessageId: `inbound:${event.id}`,
       metadata: { channel: channel.type, channelId: channel.id, from: mail.from, ...(mail.subject ? { subject: mail.subject } : {}), ...(mail.messageId ? { providerMessageId: mail.messageId } : {}) },
-    });
-    if (started && !sent.duplicate) {
-      this.deps.events.publish('conversation.created', { conversation: sent.conversation });
-      void this.deps.messages.onConversationStarted(sent.conversation);
-    }
+    };
+    const start = {
+      channel: channel.type, source: 'channel', subject: mail.subject?.slice(0, 255) ?? null, visitorName: mail.fromName,
+      visitorEmail: channel.type === 'email' ? mail.from : null, channelId: channel.id, channelAddress: mail.from,
+    };
+    // The one send path: a first message opens the conversation in the same transaction, and routing and
+    // notifications follow its conversation.created event as for widget chats.
+    const sent = await this.deps.messages.send({ type: 'contact', orgId, contactId }, conversation ? { ...message, conversationId: conversation.id } : { ...message, start });
     return sent.conversation.id;
   }
 

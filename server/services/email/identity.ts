@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { resolveTxt } from 'node:dns/promises';
 import type { Knex } from 'knex';
-import { parseMailbox, type MailAddress } from '../tickets/mail.js';
+import { parseMailbox, type MailAddress } from '../../mail/address.js';
 
 /** The stored identity (camelCase through knex's mappers). */
 export interface EmailIdentityRow {

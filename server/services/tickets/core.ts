@@ -16,11 +16,13 @@ import { contactIn, NO_REQUESTER, requesterOf, type Requester, type RequesterInp
 import { assertTransition, normalizeTags, statusPatch } from './rules.js';
 import type { Outbox } from '../webhooks/index.js';
 import { presentTicket } from '../../presenters/ticket.js';
+import type { TicketAction } from './types.js';
+
+export type { TicketAction } from './types.js';
 
 export type TicketActor = { type: 'agent'; orgId: string; userId: string } | { type: 'ai'; orgId: string };
 
 /** What happened to a ticket, as told to agents in `ticket_updated`. */
-export type TicketAction = 'created' | 'updated' | 'status_changed' | 'assigned' | 'note_added' | 'replied' | 'merged' | 'linked' | 'deleted';
 
 export interface TicketDeps {
   models: Models;

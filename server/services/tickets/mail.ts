@@ -9,21 +9,12 @@ import type { Ticket } from '../../../db/models/Ticket.js';
 import type { TicketMail, TicketMailKind } from '../../../db/models/TicketMail.js';
 import type { Mailer } from '../../mail/index.js';
 import { senderOf, type EmailIdentityRow } from '../email/identity.js';
+import { parseMailbox } from '../../mail/address.js';
+
+export { parseMailbox, type MailAddress } from '../../mail/address.js';
 
 /** Mail clients cope with long References, but RFC 5322 suggests trimming: the root and the latest ones stay. */
 const MAX_REFERENCES = 20;
-
-export interface MailAddress {
-  name: string;
-  address: string;
-}
-
-/** `Name <address>` or a bare address, as MAIL_FROM is written. */
-export function parseMailbox(value: string): MailAddress {
-  const m = /^\s*"?([^"<]*?)"?\s*<([^<>\s]+)>\s*$/.exec(value);
-  if (m) return { name: m[1]!.trim(), address: m[2]! };
-  return { name: '', address: value.trim() };
-}
 
 /**
  * Who a ticket mail is from: the organization's sender identity (server/services/email), which until its domain is

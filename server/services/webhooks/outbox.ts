@@ -7,6 +7,6 @@ export type EventData = Record<string, unknown> | (() => Promise<Record<string, 
 export interface Outbox {
   /** Writes a delivery (and its job) per enabled subscription wanting `type`, in the caller's transaction. */
   record(trx: Knex.Transaction, orgId: string, type: string, data: EventData, opts?: { messageId?: string }): Promise<void>;
-  /** Whether any of these organizations may want message.created (cached; for the batched message path). */
-  wantsMessages(orgIds: string[]): Promise<boolean>;
+  /** Those of these organizations with an enabled subscription wanting `type` (cached; for the batched message path). */
+  wantedBy(orgIds: string[], type: string): Promise<Set<string>>;
 }

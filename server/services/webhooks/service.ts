@@ -77,13 +77,14 @@ export class WebhookService {
     for (const row of rows) await this.deps.jobs.enqueue(WEBHOOK_QUEUE, { deliveryId: row.id }, { trx, organizationId: orgId });
   }
 
-  /** For the batched message path: whether any of these organizations may want message.created. */
-  async wantsMessages(orgIds: string[]): Promise<boolean> {
-    const patterns = patternsFor('message.created');
+  /** For the batched message path: which of these organizations want `type` (message.created, conversation.updated). */
+  async wantedBy(orgIds: string[], type: string): Promise<Set<string>> {
+    const patterns = patternsFor(type);
+    const wanting = new Set<string>();
     for (const orgId of new Set(orgIds)) {
-      if ((await this.subscriptions(orgId, this.deps.knex)).some((h) => patterns.some((p) => h.events.includes(p)))) return true;
+      if ((await this.subscriptions(orgId, this.deps.knex)).some((h) => patterns.some((p) => h.events.includes(p)))) wanting.add(orgId);
     }
-    return false;
+    return wanting;
   }
 
   // ---- subscriptions ----------------------------------------------------------------------------------------

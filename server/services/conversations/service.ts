@@ -1,16 +1,16 @@
 // The agents' inbox: listing, reading, status transitions, read marks, recently viewed and contact links.
 import type { Knex } from 'knex';
-import { containsPattern } from '../../db/search.js';
-import type { Models } from '../../db/index.js';
-import { rowFromJson, type Statement, type StatementFactory } from '../../db/statements.js';
-import type { Contact } from '../../db/models/Contact.js';
-import type { ContactService } from './contacts/index.js';
-import type { Conversation, ConversationStatus } from '../../db/models/Conversation.js';
-import type { Message } from '../../db/models/Message.js';
-import type { DomainEventBus } from '../events.js';
-import { InvalidTransition, NotFound } from '../errors.js';
-import type { Outbox } from './webhooks/index.js';
-import { presentConversation } from '../presenters/conversation.js';
+import { containsPattern } from '../../../db/search.js';
+import type { Models } from '../../../db/index.js';
+import { rowFromJson, type Statement, type StatementFactory } from '../../../db/statements.js';
+import type { Contact } from '../../../db/models/Contact.js';
+import type { ContactService } from '../contacts/index.js';
+import type { Conversation, ConversationStatus } from '../../../db/models/Conversation.js';
+import type { Message } from '../../../db/models/Message.js';
+import type { DomainEventBus } from '../../events.js';
+import { InvalidTransition, NotFound } from '../../errors.js';
+import type { Outbox } from '../webhooks/index.js';
+import { presentConversation } from '../../presenters/conversation.js';
 
 /** Allowed status changes; closed is final. */
 const TRANSITIONS: Record<ConversationStatus, ConversationStatus[]> = {

@@ -1,0 +1,6 @@
+// Messages: the one send path (service.ts), the append rules both its writes share (rules.ts), group commit
+// (batch.ts), idempotency (retries.ts) and the words callers use (types.ts).
+export { MessageService } from './service.js';
+export type { BatchStats, MessageBatcherOptions } from './batch.js';
+export { MAX_CONTENT_LENGTH, senderIdOf } from './types.js';
+export type { Appended, AttachmentPort, AttachmentView, ChannelOutbox, MessageInput, NewConversation, Sender, SendInput, SendResult, StartInput } from './types.js';

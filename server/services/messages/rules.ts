@@ -1,0 +1,176 @@
+// The rules of appending a message, written once: what a send may carry, and the one statement that appends it
+// (next seq, counters, reopening, first reply, human joined, the analytics moments). The batch runs the statement
+// for many sends at once on its own connection; the transactional path runs it for one send inside its transaction,
+// after the locks and decisions only it makes. Both therefore store exactly the same thing.
+import type { Knex } from 'knex';
+import type { Conversation } from '../../../db/models/Conversation.js';
+import type { Message } from '../../../db/models/Message.js';
+import { rowFromJson, rowsIn } from '../../../db/statements.js';
+import { ValidationFailed } from '../../errors.js';
+import { WEBHOOK_QUEUE } from '../webhooks/queue.js';
+import { MAX_CONTENT_LENGTH, senderIdOf, storedSenderType, type Appended, type MessageInput, type Sender } from './types.js';
+
+/** A NUL escape in JSON text: `\u0000` after an even number of backslashes (an odd one would be a literal backslash). */
+const NUL_IN_JSON = /(?:^|[^\\])(?:\\\\)*\\u0000/;
+
+/** Refuses what no path may store: an internal note from a customer or the AI, empty or oversized text, NUL. */
+export function checkMessage(sender: Sender, input: MessageInput): void {
+  // Internal notes come from agents, or from the platform itself (the AI's resolution summary).
+  if (input.private && sender.type !== 'agent' && sender.type !== 'system') throw new ValidationFailed('Only agents write internal notes', [{ field: 'private', message: 'is for agents only' }]);
+  if (input.content.length === 0 || input.content.length > MAX_CONTENT_LENGTH) {
+    throw new ValidationFailed(`content must be 1..${MAX_CONTENT_LENGTH} characters`, [{ field: 'content', message: 'has the wrong length' }]);
+  }
+  // PostgreSQL text cannot hold NUL; refused here with a clear error rather than failing a batch of other people's sends.
+  if (input.content.includes('\u0000') || (input.metadata && NUL_IN_JSON.test(JSON.stringify(input.metadata)))) {
+    throw new ValidationFailed('Text must not contain NUL characters', [{ field: input.content.includes('\u0000') ? 'content' : 'metadata', message: 'contains a NUL character' }]);
+  }
+}
+
+/** One send as the statement reads it (a row of its `$1` recordset). */
+export interface AppendRow {
+  ord: number;
+  organization_id: string;
+  conversation_id: string;
+  sender_type: string;
+  sender_id: string | null;
+  visitor_session_id: string | null;
+  content: string;
+  type: string;
+  private: boolean;
+  metadata: Record<string, unknown>;
+  client_message_id: string | null;
+  /**
+   * Set by the batch: only widget conversations, and no reopening when the organization's webhooks want
+   * conversation.updated (that event is written by the transactional path, in the message's transaction).
+   */
+  batched: boolean;
+  decline_reopen: boolean;
+}
+
+export function appendRow(ord: number, sender: Sender, input: MessageInput & { conversationId: string }, batch: { batched: boolean; declineReopen: boolean }): AppendRow {
+  return {
+    ord,
+    organization_id: sender.orgId,
+    conversation_id: input.conversationId,
+    sender_type: storedSenderType(sender),
+    sender_id: senderIdOf(sender),
+    visitor_session_id: sender.type === 'visitor' ? sender.sessionId : null,
+    content: input.content,
+    type: input.type ?? 'text',
+    private: !!input.private,
+    metadata: input.metadata ?? {},
+    client_message_id: input.clientMessageId ?? null,
+    batched: batch.batched,
+    decline_reopen: batch.declineReopen,
+  };
+}
+
+/** What the statement answers per stored send. */
+export interface AppendResultRow {
+  ord: number;
+  previous_status: string;
+  conversation: Record<string, unknown>;
+  message: Record<string, unknown>;
+}
+
+export function appendedOf(row: AppendResultRow): Appended {
+  const conversation = rowFromJson<Conversation>(row.conversation, 'batch_');
+  return { conversation, message: rowFromJson<Message>(row.message), reopened: row.previous_status === 'resolved' && conversation.status === 'open' };
+}
+
+// Per input row (`ord`): which conversation, who sends and what; every later step joins on ord, so a row only ever
+// writes where its own organization and visitor checks passed. Locks are taken in id order, and a conversation
+// another transaction holds is skipped (declined) rather than waited for: one busy row never stalls the batch (a
+// row the caller's own transaction locked is not skipped). NO KEY UPDATE is enough to serialize writers and still
+// lets inserts that merely reference the row (views, runs) through. The `= any(array(...))` lets the planner find
+// the rows by primary key (it cannot size the recordset). Since no lock is waited for, the time taken just before
+// the statement is the time of the write. The NOT EXISTS reads the statement's snapshot; a retry committed meanwhile
+// is caught by the unique index instead. Batched messages of channel conversations (email, WhatsApp, Telegram) are
+// declined: their replies write a delivery in the transaction, which only the transactional path does.
+// A customer's message (sender_type visitor) counts as unread and reopens a resolved conversation; an agent's marks
+// a human joined, and a public one the first reply; public agent and AI messages the first response; the first
+// human reply counts from the escalation (a reply before it is replaced by the first one after it).
+export const APPEND_SQL = `
+with input as (
+  select * from jsonb_to_recordset($1::jsonb) as i(
+    ord int, organization_id uuid, conversation_id uuid, sender_type text, sender_id uuid, visitor_session_id uuid,
+    content text, type text, private boolean, metadata jsonb, client_message_id text, batched boolean, decline_reopen boolean)
+),
+target as (
+  select c.id, i.ord, c.status as previous_status
+  from conversations c join input i on i.conversation_id = c.id
+  where c.id = any(array(select conversation_id from input))
+    and c.organization_id = i.organization_id and c.status <> 'closed'
+    and (i.visitor_session_id is null or c.visitor_session_id = i.visitor_session_id)
+    and (not i.batched or c.channel = 'widget')
+    and not (i.decline_reopen and i.sender_type = 'visitor' and c.status = 'resolved')
+  order by c.id
+  for no key update of c skip locked
+),
+conv as (
+  update conversations c set
+    last_seq = c.last_seq + 1,
+    last_message_at = $2::timestamptz,
+    updated_at = $2::timestamptz,
+    unread_count = c.unread_count + (case when i.sender_type = 'visitor' then 1 else 0 end),
+    status = case when i.sender_type = 'visitor' and c.status = 'resolved' then 'open' else c.status end,
+    resolved_at = case when i.sender_type = 'visitor' and c.status = 'resolved' then null else c.resolved_at end,
+    first_reply_at = case when i.sender_type = 'agent' and not i.private then coalesce(c.first_reply_at, $2::timestamptz) else c.first_reply_at end,
+    human_joined_at = case when i.sender_type = 'agent' then coalesce(c.human_joined_at, $2::timestamptz) else c.human_joined_at end,
+    first_response_at = case when i.sender_type in ('agent', 'ai') and not i.private then coalesce(c.first_response_at, $2::timestamptz) else c.first_response_at end,
+    first_human_reply_at = case when i.sender_type = 'agent' and not i.private and (c.first_human_reply_at is null or c.first_human_reply_at < c.escalated_at) then $2::timestamptz else c.first_human_reply_at end,
+    first_human_reply_by = case when i.sender_type = 'agent' and not i.private and (c.first_human_reply_at is null or c.first_human_reply_at < c.escalated_at) then i.sender_id else c.first_human_reply_by end
+  from target t join input i on i.ord = t.ord
+  where c.id = t.id
+    and (i.client_message_id is null or not exists (
+      select 1 from messages m where m.conversation_id = c.id and m.client_message_id = i.client_message_id))
+  returning c.*, t.previous_status as batch_previous_status, i.ord as batch_ord
+),
+msg as (
+  insert into messages (organization_id, conversation_id, seq, sender_type, sender_id, content, type, private, metadata, client_message_id)
+  select i.organization_id, i.conversation_id, conv.last_seq, i.sender_type, i.sender_id, i.content, i.type, i.private, i.metadata, i.client_message_id
+  from conv join input i on i.ord = conv.batch_ord
+  returning *
+)
+select conv.batch_ord as ord, conv.batch_previous_status as previous_status, to_jsonb(conv) as conversation, to_jsonb(msg) as message
+from conv join msg on msg.conversation_id = conv.id`;
+
+/**
+ * The same statement when an organization in the batch has webhooks wanting message.created: a delivery row and
+ * its job per public message and subscription, written by the statement that stores the message (the outbox).
+ * Batches of organizations without such webhooks run APPEND_SQL and pay nothing.
+ */
+export const APPEND_WITH_WEBHOOKS_SQL = APPEND_SQL.replace(
+  /\)\nselect conv\.batch_ord/,
+  `),
+hook as (
+  select w.id, w.organization_id from webhooks w
+  where w.organization_id in (select organization_id from msg where not private) and w.enabled
+    and jsonb_exists_any(w.events, array['*', 'message.*', 'message.created'])
+),
+delivery as (
+  insert into webhook_deliveries (organization_id, webhook_id, event_id, event_type, payload, message_id)
+  select msg.organization_id, hook.id, md5('message.created:' || msg.id::text)::uuid, 'message.created', '{}'::jsonb, msg.id
+  from msg join hook on hook.organization_id = msg.organization_id
+  where not msg.private
+  returning id, organization_id
+),
+delivery_job as (
+  insert into jobs (queue, payload, organization_id)
+  select '${WEBHOOK_QUEUE}', jsonb_build_object('deliveryId', delivery.id), delivery.organization_id from delivery
+)
+select conv.batch_ord`,
+);
+
+if (APPEND_WITH_WEBHOOKS_SQL === APPEND_SQL) throw new Error('the webhook variant of the append statement did not apply');
+
+/**
+ * Appends one message to a conversation the caller's transaction has locked and found open to this sender: the
+ * same statement as a batch, with a batch of one.
+ */
+export async function appendInTransaction(trx: Knex.Transaction, sender: Sender, input: MessageInput & { conversationId: string }): Promise<Appended> {
+  const rows = await rowsIn<AppendResultRow>(trx, APPEND_SQL, [JSON.stringify([appendRow(0, sender, input, { batched: false, declineReopen: false })]), new Date().toISOString()]);
+  // The caller holds the row and checked closed, owner and clientMessageId: a missing row is a broken invariant.
+  if (!rows[0]) throw new Error(`the append to conversation ${input.conversationId} stored nothing`);
+  return appendedOf(rows[0]);
+}
