@@ -48,7 +48,7 @@ import { UnansweredQuestion } from './models/UnansweredQuestion.js';
  * database). Naming the method as knex's PostgreSQL client expects gives deletes their count back.
  */
 class EmbeddedClient extends (ClientPgLite as unknown as new (config: Knex.Config) => { processResponse(obj: { method?: string }, runner: unknown): unknown }) {
-  processResponse(obj: { method?: string }, runner: unknown): unknown {
+  override processResponse(obj: { method?: string }, runner: unknown): unknown {
     return super.processResponse(obj.method === 'del' ? { ...obj, method: 'delete' } : obj, runner);
   }
 }

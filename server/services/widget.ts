@@ -82,7 +82,7 @@ export class WidgetService {
     if (existing) return existing;
     const org = await this.models.Organization.query().findById(orgId);
     if (!org) throw new NotFound('Organization');
-    await this.models.Widget.query()
+    await this.models.Widget.forOrg(orgId)
       .insert({ organizationId: orgId, publicKey: newPublicKey(), displayName: org.name, appearance: {}, behavior: {}, allowedOrigins: [], ai: {}, collectUserInfo: {} })
       .onConflict('organizationId')
       .ignore();
@@ -93,11 +93,12 @@ export class WidgetService {
     const widget = await this.forOrg(orgId);
     const patch: Partial<Widget> = { ...input };
     if (input.allowedOrigins) patch.allowedOrigins = [...new Set(input.allowedOrigins.map(normalizeOrigin))];
-    return this.models.Widget.query().patchAndFetchById(widget.id, patch);
+    return this.models.Widget.forOrg(widget.organizationId).patchAndFetchById(widget.id, patch);
   }
 
   async byPublicKey(publicKey: string): Promise<Widget> {
-    const widget = await this.models.Widget.query().findOne({ publicKey });
+    // A public key names its widget in whichever organization holds it: this lookup is what finds the organization.
+    const widget = await this.models.Widget.acrossOrgs().findOne({ publicKey });
     if (!widget) throw new NotFound('Widget');
     return widget;
   }
@@ -131,9 +132,9 @@ export class WidgetService {
       const patch: Partial<VisitorSession> = { lastSeenAt: new Date() };
       if (visitor.name) patch.name = visitor.name;
       if (visitor.email) patch.email = visitor.email;
-      session = await this.models.VisitorSession.query().patchAndFetchById(session.id, patch);
+      session = await this.models.VisitorSession.forOrg(widget.organizationId).patchAndFetchById(session.id, patch);
     } else {
-      session = await this.models.VisitorSession.query().insertAndFetch({ organizationId: widget.organizationId, widgetId: widget.id, ...visitor, origin, lastSeenAt: new Date() });
+      session = await this.models.VisitorSession.forOrg(widget.organizationId).insertAndFetch({ organizationId: widget.organizationId, widgetId: widget.id, ...visitor, origin, lastSeenAt: new Date() });
     }
     const signed = this.deps.tokens.signWidget({ orgId: widget.organizationId, widgetId: widget.id, sessionId: session.id });
     return { token: signed.token, sessionId: session.id, organizationId: widget.organizationId, expiresAt: new Date(signed.expiresAt * 1000).toISOString() };
@@ -178,7 +179,7 @@ export class WidgetService {
   async recordQrScan(publicKey: string, meta: { userAgent: string | null; referrer: string | null }, from: RequestOrigin): Promise<void> {
     const widget = await this.byPublicKey(publicKey);
     this.assertOrigin(widget, from);
-    await this.models.QrScan.query().insert({ organizationId: widget.organizationId, widgetId: widget.id, userAgent: meta.userAgent?.slice(0, 512) ?? null, referrer: meta.referrer?.slice(0, 2048) ?? null });
+    await this.models.QrScan.forOrg(widget.organizationId).insert({ organizationId: widget.organizationId, widgetId: widget.id, userAgent: meta.userAgent?.slice(0, 512) ?? null, referrer: meta.referrer?.slice(0, 2048) ?? null });
   }
 
   publicLink(widget: Widget): string {

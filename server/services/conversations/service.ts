@@ -80,7 +80,7 @@ export class ConversationService {
           .whereILike('conversations.subject', like)
           .orWhereILike('conversations.visitorName', like)
           .orWhereILike('conversations.visitorEmail', like)
-          .orWhereExists(this.models.Message.query().whereColumn('messages.conversationId', 'conversations.id').where('messages.organizationId', orgId).whereILike('messages.content', like)),
+          .orWhereExists(this.models.Message.forOrg(orgId).whereColumn('messages.conversationId', 'conversations.id').whereILike('messages.content', like)),
       );
     }
     const [total, conversations] = await Promise.all([
@@ -124,7 +124,7 @@ export class ConversationService {
       }
       if (status === 'open') patch.resolvedAt = null;
       if (status === 'closed') patch.closedAt = now;
-      const updated = await this.models.Conversation.query(trx).patchAndFetchById(current.id, patch);
+      const updated = await this.models.Conversation.forOrg(orgId, trx).patchAndFetchById(current.id, patch);
       await this.outbox?.record(trx, orgId, 'conversation.updated', () => ({ conversation: presentConversation(updated), changes: ['status'] }));
       if (status === 'resolved') await this.outbox?.record(trx, orgId, 'conversation.resolved', () => ({ conversation: presentConversation(updated) }));
       return { conversation: updated, changed: true };
@@ -137,7 +137,7 @@ export class ConversationService {
   async agentJoined(orgId: string, conversationId: string): Promise<Conversation> {
     const conversation = await this.get(orgId, conversationId);
     if (conversation.humanJoinedAt) return conversation;
-    const updated = await this.models.Conversation.query().patchAndFetchById(conversation.id, { humanJoinedAt: new Date() });
+    const updated = await this.models.Conversation.forOrg(orgId).patchAndFetchById(conversation.id, { humanJoinedAt: new Date() });
     this.deps.events.publish('conversation.updated', { conversation: updated });
     return updated;
   }
@@ -145,7 +145,7 @@ export class ConversationService {
   async markRead(orgId: string, conversationId: string): Promise<Conversation> {
     const conversation = await this.get(orgId, conversationId);
     if (conversation.unreadCount === 0) return conversation;
-    return this.models.Conversation.query().patchAndFetchById(conversation.id, { unreadCount: 0 });
+    return this.models.Conversation.forOrg(orgId).patchAndFetchById(conversation.id, { unreadCount: 0 });
   }
 
   async recents(orgId: string, userId: string): Promise<Conversation[]> {
@@ -174,7 +174,7 @@ export class ConversationService {
       if (input.contactId) contact = await this.deps.contacts.resolve(orgId, input.contactId, trx);
       else if (input.contactId !== null) contact = await this.deps.contacts.findOrCreate(orgId, input, trx);
       if (contact) await this.deps.contacts.touch(orgId, contact.id, trx);
-      const updated = await this.models.Conversation.query(trx).patchAndFetchById(current.id, { contactId: contact?.id ?? null });
+      const updated = await this.models.Conversation.forOrg(orgId, trx).patchAndFetchById(current.id, { contactId: contact?.id ?? null });
       updated.contact = contact;
       await this.outbox?.record(trx, orgId, 'conversation.updated', () => ({ conversation: presentConversation(updated), changes: ['contactId'] }));
       return updated;
