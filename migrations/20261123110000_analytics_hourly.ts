@@ -46,7 +46,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw('create index message_rollups_bucket on message_rollups (bucket)');
   // Which conversations changed since the last run. BRIN: a few pages, and it does not add an entry per update
   // the way a B-tree would (the send path updates the conversation row).
-  await knex.raw('create index conversations_updated_at_brin on conversations using brin (updated_at)');
+  await knex.raw('create index conversations_updated_at_brin on conversations using brin (updated_at) with (autosummarize = on)');
 }
 
 export async function down(knex: Knex): Promise<void> {
