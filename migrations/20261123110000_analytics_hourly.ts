@@ -44,6 +44,36 @@ export async function up(knex: Knex): Promise<void> {
     t.primary(['organization_id', 'hour']);
   });
   await knex.raw('create index message_rollups_bucket on message_rollups (bucket)');
+  // The history so far (the rollup job then keeps hours current from its watermark on).
+  const secs = (later: string, earlier: string) => `extract(epoch from (${later} - ${earlier}))`;
+  const fr = secs('first_response_at', 'created_at');
+  const hr = secs('first_human_reply_at', 'coalesce(escalated_at, created_at)');
+  const res = secs('first_resolved_at', 'created_at');
+  await knex.raw(`
+    insert into analytics_hourly (organization_id, hour, started, escalated, fr_n, fr_sum, fr_hist, hr_n, hr_sum, hr_hist, resolved, ai_resolved, res_n, res_sum, res_hist, done)
+    select k.organization_id, k.hour, s.*, r.*, d.done
+    from (select distinct organization_id, date_trunc('hour', t) as hour
+          from conversations c cross join lateral (values (c.created_at), (c.first_resolved_at), (c.done_at)) v(t) where t is not null) k
+    cross join lateral (
+      select count(*)::int, count(*) filter (where escalated_at is not null)::int,
+        count(${fr})::int, coalesce(sum(${fr}), 0), analytics_hist(array_agg(analytics_bucket(${fr}))),
+        count(${hr})::int, coalesce(sum(${hr}), 0), analytics_hist(array_agg(analytics_bucket(${hr})))
+      from conversations where organization_id = k.organization_id and created_at >= k.hour and created_at < k.hour + interval '1 hour') s
+    cross join lateral (
+      select count(*)::int, count(*) filter (where first_resolved_by_ai)::int,
+        count(${res})::int, coalesce(sum(${res}), 0), analytics_hist(array_agg(analytics_bucket(${res})))
+      from conversations where organization_id = k.organization_id and first_resolved_at >= k.hour and first_resolved_at < k.hour + interval '1 hour') r
+    cross join lateral (
+      select count(*)::int as done from conversations
+      where organization_id = k.organization_id and done_at >= k.hour and done_at < k.hour + interval '1 hour') d`);
+  await knex.raw(`
+    insert into analytics_hourly (organization_id, hour, msg_visitor, msg_agent, msg_ai, msg_system)
+    select organization_id, date_trunc('hour', bucket),
+      coalesce(sum(count) filter (where sender_type = 'visitor'), 0), coalesce(sum(count) filter (where sender_type = 'agent'), 0),
+      coalesce(sum(count) filter (where sender_type = 'ai'), 0), coalesce(sum(count) filter (where sender_type = 'system'), 0)
+    from message_rollups group by 1, 2
+    on conflict (organization_id, hour) do update set msg_visitor = excluded.msg_visitor, msg_agent = excluded.msg_agent,
+      msg_ai = excluded.msg_ai, msg_system = excluded.msg_system`);
   // Which conversations changed since the last run. BRIN: a few pages, and it does not add an entry per update
   // the way a B-tree would (the send path updates the conversation row).
   await knex.raw('create index conversations_updated_at_brin on conversations using brin (updated_at) with (autosummarize = on)');
