@@ -11,7 +11,9 @@ const tag = 'Analytics';
 const agent = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
 const definitions =
   'Durations are seconds, on the calendar clock (no business hours). Figures are computed in SQL over timestamps stored when things happened; ' +
-  'message counts come from a per-minute rollup. Answers are cached up to 60 s per organization and query; `generatedAt` says when they were computed.';
+  'message counts come from a per-minute rollup. Summary and trends of periods with more than 10,000 conversations (and no `channel` or `agentId` filter) read hourly aggregates kept by the rollup job: ' +
+  'counts and averages stay exact, medians and p90s come from log-scale histograms within 9.1% (`percentiles: histogram`). ' +
+  'Answers are cached up to 60 s per organization and query; `generatedAt` says when they were computed.';
 
 export function analyticsRoutes(s: RouteServices): AnyRoute[] {
   return [

@@ -28,7 +28,8 @@ const DELIVERY_TEXT =
   'Each delivery is a POST of `{id, type, organizationId, createdAt, data}` with `X-Webhook-Id` (the event id, the same on every retry), `X-Webhook-Timestamp` (Unix seconds) and ' +
   '`X-Webhook-Signature: v1=<hex HMAC-SHA256(secret, timestamp + "." + rawBody)>`; for 24 hours after a rotation a second `,v1=<hex>` signed with the previous secret follows. ' +
   'A 2xx within 10 s succeeds; timeouts, 429 (Retry-After honoured) and 5xx are retried after 1 m, 5 m, 30 m, 2 h, 6 h, 12 h and 24 h; other answers are final. ' +
-  '410, or 50 failures in a row, disables the webhook and notifies the admins (`webhook_disabled`). At least once, unordered.';
+  '410, or 50 failures in a row, disables the webhook and notifies the admins (`webhook_disabled`). At least once, unordered. ' +
+  'Knowledge events: `knowledge.indexed` (`data: {document}`, once the chunks are searchable), `knowledge.failed` (`data: {document, error, attempts}`, once indexing failed after its retries).';
 type Id = { webhookId: string };
 type DeliveryId = Id & { deliveryId: string };
 

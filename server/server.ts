@@ -100,7 +100,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const storage = new StorageService({ models: db.models, knex: db.knex, driver: storageDriver, organizations, referencedBy });
   const attachments = new MessageAttachments({ models: db.models, driver: storageDriver });
   const storageSweep = defineStorageSweep(jobs, storage, logger);
-  const indexer = new KnowledgeIndexer({ models: db.models, knex: db.knex, driver: storageDriver, events, logger, jobs, workers: config.knowledge.workers, allowPrivate: config.knowledge.fetchAllowPrivate });
+  const indexer = new KnowledgeIndexer({ models: db.models, knex: db.knex, driver: storageDriver, events, logger, jobs, workers: config.knowledge.workers, allowPrivate: config.knowledge.fetchAllowPrivate, notifications });
   const knowledge = new KnowledgeService({ models: db.models, knex: db.knex, storage, organizations, indexer, allowPrivate: config.knowledge.fetchAllowPrivate });
   const unanswered = new UnansweredQuestions({ models: db.models, knex: db.knex, events, knowledge });
   const assist = new AssistService({ models: db.models, knex: db.knex, logger, aiAssistUrl: config.aiAssistUrl, aiToolSecret: config.aiToolSecret });
@@ -142,6 +142,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   contacts.outbox = webhooks;
   tickets.outbox = webhooks;
   routing.outbox = webhooks;
+  indexer.outbox = webhooks;
   const readiness = new Readiness(db, redis);
   const services: RouteServices = {
     config,

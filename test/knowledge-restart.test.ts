@@ -90,7 +90,7 @@ describe('knowledge: restarts, crawling and the AI assist service', function () 
     // Written and run directly: on a shared database another instance (not allowed private addresses) could claim a queued job.
     const [source] = await server.db.knex('knowledge_sources').insert({ organizationId: owner.orgId, title: 'Help centre', source: 'url', status: 'queued', url: `${siteUrl}/`, fetchMode: 'crawl', crawlDepth: 1, maxPages: 10 }).returning('id');
     const jobs = new JobQueue(server.db.knex, server.logger);
-    const indexer = new KnowledgeIndexer({ models: server.db.models, knex: server.db.knex, driver: server.services.storage.driver, events: server.events, logger: server.logger, jobs, workers: 1, allowPrivate: true });
+    const indexer = new KnowledgeIndexer({ models: server.db.models, knex: server.db.knex, driver: server.services.storage.driver, events: server.events, logger: server.logger, jobs, workers: 1, allowPrivate: true, notifications: server.services.notifications });
     await indexer.run({ id: 'direct', queue: 'knowledge-index', organizationId: owner.orgId, payload: { sourceId: source.id }, attempt: 1 });
     const doc = await owner.api.get(`/knowledge/${source.id}`, { token: owner.accessToken });
     expect(doc.body.data.status, JSON.stringify(doc.body.data)).to.equal('indexed');

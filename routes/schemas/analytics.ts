@@ -14,6 +14,12 @@ export const analyticsQuery = {
 
 export const RangeView = object({ from: { type: 'string', format: 'date-time' }, to: { type: 'string', format: 'date-time' }, timezone: { type: 'string' } });
 const generatedAt = { type: 'string', format: 'date-time', description: 'When these figures were computed (answers are cached up to 60 s)' };
+const percentiles = {
+  type: 'string', enum: ['exact', 'histogram'],
+  description: '`exact`: medians and p90s sort every conversation measured (periods of up to 10,000 conversations, and any `channel` or `agentId` filter). ' +
+    '`histogram`: read from hourly log-scale histograms (four buckets per doubling), each the middle of its bucket: within 9.1% of the exact value ' +
+    '(0 for under a second). Counts, averages and open conversations are exact either way.',
+};
 
 const DurationsView = (what: string) => ({
   ...object({ avg: seconds(`Mean ${what}`), median: seconds(`Median ${what}`), p90: seconds(`90th percentile ${what}`), count: count('Conversations measured') }),
@@ -38,7 +44,7 @@ const summaryFields = {
   tickets: object({ created: count('Tickets created in the period'), resolved: count('Tickets whose current resolution falls in the period') }),
 };
 
-export const SummaryView = object({ range: RangeView, generatedAt, ...summaryFields });
+export const SummaryView = object({ range: RangeView, generatedAt, percentiles, ...summaryFields });
 export const SummaryFiguresView = object(summaryFields);
 
 export const DayView = object({
@@ -53,7 +59,7 @@ export const DayView = object({
   ticketsResolved: { type: 'integer' },
   medianFirstResponse: seconds('Median first response of the conversations created that day'),
 });
-export const TrendsView = object({ range: RangeView, generatedAt, byDay: { type: 'array', items: DayView } });
+export const TrendsView = object({ range: RangeView, generatedAt, percentiles, byDay: { type: 'array', items: DayView } });
 
 const agentFields = {
   userId: uuid,
@@ -67,7 +73,7 @@ const agentFields = {
 };
 export const AgentRowView = object(agentFields);
 export const AgentsView = object({ range: RangeView, generatedAt, agents: { type: 'array', items: AgentRowView } });
-export const AgentStatsView = object({ range: RangeView, generatedAt, ...agentFields });
+export const AgentStatsView = object({ range: RangeView, generatedAt, percentiles, ...agentFields });
 export const agentsQuery = {
   ...analyticsQuery,
   ...paginationQuery,
@@ -81,12 +87,12 @@ export const ownerQuery = {
 } as const;
 const orgEntry = { organizationId: uuid, name: { type: 'string' } };
 export const OwnerSummaryView = object({
-  range: RangeView, generatedAt,
+  range: RangeView, generatedAt, percentiles,
   totals: { ...SummaryFiguresView, description: 'Over all the organizations together (medians over all their conversations)' },
   organizations: { type: 'array', items: object({ ...orgEntry, ...summaryFields }) },
 });
 export const OwnerTrendsView = object({
-  range: RangeView, generatedAt,
+  range: RangeView, generatedAt, percentiles,
   totals: object({ byDay: { type: 'array', items: DayView } }),
   organizations: { type: 'array', items: object({ ...orgEntry, byDay: { type: 'array', items: DayView } }) },
 });

@@ -7,11 +7,11 @@ function presentRange(r: AnalyticsRange) {
 }
 
 export function presentSummary(c: Computed<SummaryFigures>) {
-  return { range: presentRange(c.range), generatedAt: iso(c.generatedAt), ...c.figures };
+  return { range: presentRange(c.range), generatedAt: iso(c.generatedAt), percentiles: c.percentiles, ...c.figures };
 }
 
 export function presentTrends(c: Computed<DayFigures[]>) {
-  return { range: presentRange(c.range), generatedAt: iso(c.generatedAt), byDay: c.figures };
+  return { range: presentRange(c.range), generatedAt: iso(c.generatedAt), percentiles: c.percentiles, byDay: c.figures };
 }
 
 export function presentAgentRow(a: AgentFigures) {
@@ -19,19 +19,19 @@ export function presentAgentRow(a: AgentFigures) {
 }
 
 export function presentAgentStats(c: Computed<AgentFigures>) {
-  return { range: presentRange(c.range), generatedAt: iso(c.generatedAt), ...presentAgentRow(c.figures) };
+  return { range: presentRange(c.range), generatedAt: iso(c.generatedAt), percentiles: c.percentiles, ...presentAgentRow(c.figures) };
 }
 
 export function presentOwnerSummary(v: OwnerView<SummaryFigures>) {
   return {
-    range: presentRange(v.range), generatedAt: iso(v.generatedAt), totals: v.totals,
+    range: presentRange(v.range), generatedAt: iso(v.generatedAt), percentiles: v.percentiles, totals: v.totals,
     organizations: v.organizations.map((o) => ({ organizationId: o.organizationId, name: o.name, ...o.figures })),
   };
 }
 
 export function presentOwnerTrends(v: OwnerView<DayFigures[]>) {
   return {
-    range: presentRange(v.range), generatedAt: iso(v.generatedAt), totals: { byDay: v.totals },
+    range: presentRange(v.range), generatedAt: iso(v.generatedAt), percentiles: v.percentiles, totals: { byDay: v.totals },
     organizations: v.organizations.map((o) => ({ organizationId: o.organizationId, name: o.name, byDay: o.figures })),
   };
 }

@@ -153,7 +153,30 @@ export class AnalyticsQueries {
     return { ...counts, total: counts.visitor + counts.agent + counts.ai + counts.system };
   }
 
-  private async ticketCounts(orgs: string, range: AnalyticsRange, f: Filters): Promise<SummaryFigures['tickets']> {
+  /** Conversations open at `at` (see openAt). */
+  async openCount(orgIds: string[], at: Date, f: Filters): Promise<number> {
+    const cf = this.convFilter(f);
+    const row = (await this.knex.raw(`select ${this.openAt(cf)} as n`, this.openAtBindings(orgArray(orgIds), at, cf))).rows[0] as { n: string };
+    return int(row.n);
+  }
+
+  /** Tickets created and resolved per day of the period, in its zone. */
+  async ticketDays(orgs: string, range: AnalyticsRange, f: Filters): Promise<Map<string, { created: number; resolved: number }>> {
+    const agent = f.agentId ? ' and assigned_to = ?' : '';
+    const a = f.agentId ? [f.agentId] : [];
+    const { from, to, timezone: tz } = range;
+    const rows = (await this.knex.raw(
+      `select to_char(d, 'YYYY-MM-DD') as date, sum(created)::int as created, sum(resolved)::int as resolved from (
+         select (created_at at time zone ?)::date as d, 1 as created, 0 as resolved from tickets where organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?${agent}
+         union all
+         select (resolved_at at time zone ?)::date, 0, 1 from tickets where organization_id = any(?::uuid[]) and resolved_at >= ? and resolved_at < ?${agent}
+       ) t group by d`,
+      [tz, orgs, from, to, ...a, tz, orgs, from, to, ...a],
+    )).rows as { date: string; created: number; resolved: number }[];
+    return new Map(rows.map((r) => [r.date, { created: int(r.created), resolved: int(r.resolved) }]));
+  }
+
+  async ticketCounts(orgs: string, range: AnalyticsRange, f: Filters): Promise<SummaryFigures['tickets']> {
     const agent = f.agentId ? ' and assigned_to = ?' : '';
     const a = f.agentId ? [f.agentId] : [];
     const row = (await this.knex.raw(

@@ -23,7 +23,7 @@ const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
 
 /** How far `zone` is ahead of UTC at the instant `at` (ms). */
-function offsetMs(zone: string, at: number): number {
+export function offsetMs(zone: string, at: number): number {
   const parts = new Intl.DateTimeFormat('en-US', {
     timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
   }).formatToParts(at);
@@ -70,4 +70,9 @@ export function resolveRange(query: RangeQuery, organizationZone: string | null 
   if (from.getTime() > to.getTime()) throw invalid('from', 'must not be after to');
   if (to.getTime() - from.getTime() > MAX_RANGE_DAYS * DAY_MS) throw invalid('to', `must be at most ${MAX_RANGE_DAYS} days after from`);
   return { from, to, timezone };
+}
+
+/** Whether every local day of the period starts on a UTC hour (the zone's offset is whole hours at both ends). */
+export function wholeHourZone(range: AnalyticsRange): boolean {
+  return [range.from.getTime(), range.to.getTime() - 1].every((at) => offsetMs(range.timezone, at) % 3_600_000 === 0);
 }

@@ -1,12 +1,16 @@
-// The per-minute message rollup: a periodic in-process job counts messages by organization, minute, sender kind and
-// channel, so analytics never reads the messages table and the send path writes nothing extra.
+// The analytics rollup: a periodic in-process job counts messages by organization, minute, sender kind and channel,
+// then refreshes the hourly aggregates of the hours whose conversations or messages changed, so analytics never
+// reads the messages table, long periods read hours rather than conversations, and the send path writes nothing extra.
 import type { Knex } from 'knex';
+import { rebuild, refreshSince } from './hourly.js';
 
 export interface RollupResult {
   /** Another instance held the watermark row: nothing was done. */
   skipped: boolean;
   /** Rollup rows written (inserted or corrected). */
   buckets: number;
+  /** Hourly aggregate rows refreshed. */
+  hours: number;
 }
 
 /**
@@ -15,6 +19,7 @@ export interface RollupResult {
  * to, which makes a run idempotent.
  */
 const RECOUNT_WINDOW = '5 minutes';
+const RECOUNT_WINDOW_MS = 5 * 60_000;
 
 export class MessageRollup {
   private timer: NodeJS.Timeout | null = null;
@@ -39,7 +44,7 @@ export class MessageRollup {
   private runOnce(wait: boolean): Promise<RollupResult> {
     return this.deps.knex.transaction(async (trx) => {
       const state = (await trx.raw(`select rolled_until from message_rollup_state where id = 1 for update${wait ? '' : ' skip locked'}`)).rows as { rolled_until: Date | null }[];
-      if (!state.length) return { skipped: true, buckets: 0 };
+      if (!state.length) return { skipped: true, buckets: 0, hours: 0 };
       const since = state[0]!.rolled_until;
       // The watermark is this transaction's start, before the count's snapshot: what commits later is recounted by the
       // next run's window.
@@ -56,14 +61,15 @@ export class MessageRollup {
          where message_rollups.count <> excluded.count`,
         [since],
       );
+      const hours = await refreshSince(trx, since ? new Date(since.getTime() - RECOUNT_WINDOW_MS) : null);
       await trx.raw('update message_rollup_state set rolled_until = now() where id = 1');
-      return { skipped: false, buckets: Number(result.rowCount ?? 0) };
+      return { skipped: false, buckets: Number(result.rowCount ?? 0), hours };
     });
   }
 
   /**
-   * Recounts every bucket of one organization from its messages: after messages were imported or back-dated, which
-   * the watermark window never looks at again.
+   * Recounts every bucket of one organization from its messages, and rebuilds its hourly aggregates: after
+   * conversations or messages were imported or back-dated, which the watermark window never looks at again.
    */
   recount(organizationId: string): Promise<number> {
     return this.deps.knex.transaction(async (trx) => {
@@ -77,6 +83,7 @@ export class MessageRollup {
          where m.organization_id = ? group by 1, 2, 3, 4`,
         [organizationId],
       );
+      await rebuild(trx, organizationId);
       return Number(result.rowCount ?? 0);
     });
   }

@@ -4,7 +4,8 @@ import type { Knex } from 'knex';
 import { Forbidden, ValidationFailed } from '../../errors.js';
 import { isUuid } from '../../validation.js';
 import { AnalyticsQueries, type AgentFigures, type AgentSort, type DayFigures, type Filters, type SummaryFigures } from './queries.js';
-import { resolveRange, type AnalyticsRange, type RangeQuery } from './range.js';
+import { AggregateQueries, wholeHours } from './aggregates.js';
+import { resolveRange, wholeHourZone, type AnalyticsRange, type RangeQuery } from './range.js';
 import { MessageRollup } from './rollup.js';
 
 export interface AnalyticsQuery extends RangeQuery {
@@ -12,25 +13,39 @@ export interface AnalyticsQuery extends RangeQuery {
   agentId?: string;
 }
 
+/** How medians and p90s were computed: sorting every conversation, or from the hourly histograms (within 9.1%). */
+export type Percentiles = 'exact' | 'histogram';
+
 export interface Computed<T> {
   range: AnalyticsRange;
   generatedAt: Date;
+  percentiles: Percentiles;
   figures: T;
 }
 
 export interface OwnerView<T> {
   range: AnalyticsRange;
   generatedAt: Date;
+  percentiles: Percentiles;
   totals: T;
   organizations: { organizationId: string; name: string; figures: T }[];
 }
 
 export const CACHE_TTL_MS = 60_000;
 const CACHE_MAX_ENTRIES = 5_000;
+/** Periods reading at most this many conversations are answered exactly (sorting them is cheap at this size). */
+export const EXACT_ROWS = 10_000;
+
+interface Answer<T> {
+  percentiles: Percentiles;
+  figures: T;
+}
 
 export class AnalyticsService {
   readonly rollup: MessageRollup;
   private readonly cache = new Map<string, { expires: number; value: Promise<unknown> }>();
+  /** Above this many conversations in a period, summary and trends read the hourly aggregates. */
+  exactRows = EXACT_ROWS;
 
   constructor(private readonly deps: { knex: Knex; rollupIntervalMs?: number; onRollupError?: (err: unknown) => void }) {
     this.rollup = new MessageRollup({ knex: deps.knex, intervalMs: deps.rollupIntervalMs ?? 15_000, onError: deps.onRollupError ?? (() => undefined) });
@@ -38,36 +53,36 @@ export class AnalyticsService {
 
   async summary(orgId: string, query: AnalyticsQuery): Promise<Computed<SummaryFigures>> {
     const { range, filters } = await this.prepare([orgId], query);
-    return this.cached(['summary', orgId, range, filters], async () => ({ range, generatedAt: new Date(), figures: await this.sql((q) => q.summary([orgId], range, filters)) }));
+    return this.cached(['summary', orgId, range, filters], async () => ({ range, generatedAt: new Date(), ...(await this.summaryOf([orgId], range, filters)) }));
   }
 
   async trends(orgId: string, query: AnalyticsQuery): Promise<Computed<DayFigures[]>> {
     const { range, filters } = await this.prepare([orgId], query);
-    return this.cached(['trends', orgId, range, filters], async () => ({ range, generatedAt: new Date(), figures: await this.sql((q) => q.trends([orgId], range, filters)) }));
+    return this.cached(['trends', orgId, range, filters], async () => ({ range, generatedAt: new Date(), ...(await this.trendsOf([orgId], range, filters)) }));
   }
 
   async agents(orgId: string, query: AnalyticsQuery, page: { sort: AgentSort; limit: number; offset: number }): Promise<Computed<{ rows: AgentFigures[]; total: number }>> {
     const { range, filters } = await this.prepare([orgId], query);
-    return this.cached(['agents', orgId, range, filters, page], async () => ({ range, generatedAt: new Date(), figures: await this.sql((q) => q.agents(orgId, range, filters, page)) }));
+    return this.cached(['agents', orgId, range, filters, page], async () => ({ range, generatedAt: new Date(), percentiles: 'exact' as const, figures: await this.sql((q) => q.agents(orgId, range, filters, page)) }));
   }
 
   /** The caller's own row (zeros when nothing was assigned to them in the range). */
   async agentStats(orgId: string, userId: string, query: Omit<AnalyticsQuery, 'agentId'>): Promise<Computed<AgentFigures>> {
     const result = await this.agents(orgId, { ...query, agentId: userId }, { sort: 'assigned', limit: 1, offset: 0 });
     const row = result.figures.rows[0] ?? { userId, name: null, assigned: 0, resolved: 0, open: 0, firstHumanResponses: 0, medianFirstResponse: null, medianResolution: null };
-    return { range: result.range, generatedAt: result.generatedAt, figures: row };
+    return { range: result.range, generatedAt: result.generatedAt, percentiles: result.percentiles, figures: row };
   }
 
   ownerSummary(userId: string, organizationIds: string, query: AnalyticsQuery): Promise<OwnerView<SummaryFigures>> {
-    return this.owner(userId, organizationIds, query, 'summary', (ids, range, f) => this.sql((q) => q.summary(ids, range, f)));
+    return this.owner(userId, organizationIds, query, 'summary', (ids, range, f) => this.summaryOf(ids, range, f));
   }
 
   ownerTrends(userId: string, organizationIds: string, query: AnalyticsQuery): Promise<OwnerView<DayFigures[]>> {
-    return this.owner(userId, organizationIds, query, 'trends', (ids, range, f) => this.sql((q) => q.trends(ids, range, f)));
+    return this.owner(userId, organizationIds, query, 'trends', (ids, range, f) => this.trendsOf(ids, range, f));
   }
 
   /** Totals are computed over all the organizations at once (a median of medians would be wrong), then each alone. */
-  private async owner<T>(userId: string, organizationIds: string, query: AnalyticsQuery, kind: string, compute: (ids: string[], range: AnalyticsRange, f: Filters) => Promise<T>): Promise<OwnerView<T>> {
+  private async owner<T>(userId: string, organizationIds: string, query: AnalyticsQuery, kind: string, compute: (ids: string[], range: AnalyticsRange, f: Filters) => Promise<Answer<T>>): Promise<OwnerView<T>> {
     const ids = [...new Set(organizationIds.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))];
     if (!ids.length || ids.length > 50 || !ids.every(isUuid)) {
       throw new ValidationFailed('organizationIds must be 1..50 comma-separated organization ids', [{ field: 'organizationIds', message: 'is not a list of ids' }]);
@@ -84,20 +99,48 @@ export class AnalyticsService {
     return this.cached(['owner', kind, ids, range, filters], async () => {
       const [totals, ...each] = await Promise.all([compute(ids, range, filters), ...ids.map((id) => compute([id], range, filters))]);
       return {
-        range, generatedAt: new Date(), totals: totals!,
-        organizations: ids.map((id, i) => ({ organizationId: id, name: owned.find((o) => o.id === id)!.name, figures: each[i]! })),
+        range, generatedAt: new Date(), totals: totals!.figures,
+        percentiles: [totals!, ...each].some((a) => a!.percentiles === 'histogram') ? 'histogram' : 'exact',
+        organizations: ids.map((id, i) => ({ organizationId: id, name: owned.find((o) => o.id === id)!.name, figures: each[i]!.figures })),
       };
     });
+  }
+
+  private summaryOf(ids: string[], range: AnalyticsRange, f: Filters): Promise<Answer<SummaryFigures>> {
+    return this.sql(async (q, trx) => {
+      const hours = await this.aggregated(trx, q, ids, range, f);
+      return hours ? { percentiles: 'histogram', figures: await hours.aggregates.summary(ids, range, hours.whole) } : { percentiles: 'exact', figures: await q.summary(ids, range, f) };
+    });
+  }
+
+  private trendsOf(ids: string[], range: AnalyticsRange, f: Filters): Promise<Answer<DayFigures[]>> {
+    return this.sql(async (q, trx) => {
+      // A zone half an hour off UTC splits hours between local days: such periods are read exactly.
+      const hours = wholeHourZone(range) ? await this.aggregated(trx, q, ids, range, f) : null;
+      return hours ? { percentiles: 'histogram', figures: await hours.aggregates.trends(ids, range, hours.whole) } : { percentiles: 'exact', figures: await q.trends(ids, range, f) };
+    });
+  }
+
+  /**
+   * The aggregates, when they serve this period: unfiltered (they hold no channel or assignee), at least one whole
+   * hour, and more conversations than are cheap to sort exactly.
+   */
+  private async aggregated(trx: Knex.Transaction, q: AnalyticsQueries, ids: string[], range: AnalyticsRange, f: Filters) {
+    const whole = wholeHours(range);
+    if (!whole || f.channel || f.agentId) return null;
+    const aggregates = new AggregateQueries(trx, q);
+    if ((await aggregates.rowsIn(ids, whole)) <= this.exactRows) return null;
+    return { aggregates, whole };
   }
 
   /**
    * Runs the statements of one answer in a read-only transaction with JIT compilation off: on these statements
    * PostgreSQL's cost estimate turns JIT on, and compiling took seconds where running takes milliseconds.
    */
-  private sql<T>(fn: (q: AnalyticsQueries) => Promise<T>): Promise<T> {
+  private sql<T>(fn: (q: AnalyticsQueries, trx: Knex.Transaction) => Promise<T>): Promise<T> {
     return this.deps.knex.transaction(async (trx) => {
       await trx.raw('set local jit = off');
-      return fn(new AnalyticsQueries(trx));
+      return fn(new AnalyticsQueries(trx), trx);
     }, { readOnly: true });
   }
 

@@ -8,7 +8,10 @@ import { ValidationFailed } from '../../errors.js';
 import type { DomainEventBus } from '../../events.js';
 import { GiveUp, RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
 import type { Logger } from '../../logger.js';
+import { presentKnowledgeSource } from '../../presenters/knowledge.js';
 import type { StorageDriver } from '../../storage/driver.js';
+import type { NotificationService } from '../notifications.js';
+import type { Outbox } from '../webhooks/index.js';
 import { chunkText } from './chunking.js';
 import { fetchPage, MAX_PAGES, sameHostLinks, UnsafeUrl } from './fetch.js';
 import { extractText, htmlToText } from './parsers.js';
@@ -32,9 +35,13 @@ export interface IndexerDeps {
   jobs: JobQueue;
   workers: number;
   allowPrivate: boolean;
+  notifications: NotificationService;
 }
 
 export class KnowledgeIndexer {
+  /** Set when webhooks are on: `knowledge.indexed` and `knowledge.failed` are recorded with the status change. */
+  outbox: Outbox | null = null;
+
   constructor(private readonly deps: IndexerDeps) {
     deps.jobs.define<IndexPayload>({ queue: KNOWLEDGE_QUEUE, handle: (job) => this.run(job), retryDelaysSeconds: RETRY_DELAYS, leaseSeconds: 300, concurrency: deps.workers });
   }
@@ -66,7 +73,8 @@ export class KnowledgeIndexer {
           // Progress of the work, not an announcement of rows: the chunks become searchable at commit.
           this.progress(source, 'indexing', Math.min(i + BATCH, chunks.length), chunks.length);
         }
-        await trx('knowledge_sources').where({ id: source.id }).update({ status: 'indexed', chunkCount: chunks.length, errorMessage: null, indexedAt: new Date(), updatedAt: new Date() });
+        const done = await models.KnowledgeSource.query(trx).patchAndFetchById(source.id, { status: 'indexed', chunkCount: chunks.length, errorMessage: null, indexedAt: new Date(), updatedAt: new Date() });
+        if (done) await this.outbox?.record(trx, source.organizationId, 'knowledge.indexed', () => ({ document: presentKnowledgeSource(done) }));
         const days = SYNC_PERIOD_DAYS[source.syncFrequency];
         if (days && source.source === 'url') await this.enqueue(source, trx, new Date(Date.now() + days * 86_400_000));
       });
@@ -74,10 +82,32 @@ export class KnowledgeIndexer {
     } catch (err) {
       const message = (err instanceof Error ? err.message : 'indexing failed').slice(0, 1000);
       const final = err instanceof GiveUp || err instanceof ValidationFailed || job.attempt > RETRY_DELAYS.length;
-      await models.KnowledgeSource.query().patch({ status: final ? 'failed' : 'queued', errorMessage: message }).where('id', source.id);
+      await knex.transaction(async (trx) => {
+        const changed = await models.KnowledgeSource.query(trx).patchAndFetchById(source.id, { status: final ? 'failed' : 'queued', errorMessage: message, updatedAt: new Date() });
+        // Deleted while it ran: no event about a source that is gone.
+        if (final && changed) await this.outbox?.record(trx, source.organizationId, 'knowledge.failed', () => ({ document: presentKnowledgeSource(changed), error: message, attempts: job.attempt }));
+      });
       this.progress(source, final ? 'failed' : 'queued', 0, 0);
-      if (final) throw new GiveUp(message);
+      if (final) {
+        await this.notifyAdmins(source, message);
+        throw new GiveUp(message);
+      }
       throw new RetryLater(message);
+    }
+  }
+
+  /** Indexing failed for good: the organization's admins and owners hear of it (the retries are over). */
+  private async notifyAdmins(source: KnowledgeSource, error: string): Promise<void> {
+    try {
+      const admins = (await this.deps.knex('memberships').where({ organizationId: source.organizationId, status: 'accepted' }).whereIn('role', ['owner', 'admin']).select('userId')) as { userId: string }[];
+      await this.deps.notifications.notify(source.organizationId, admins.map((m) => m.userId), {
+        type: 'knowledge_failed',
+        title: `"${source.title}" could not be indexed`,
+        body: error,
+        data: { documentId: source.id, source: source.source },
+      });
+    } catch (err) {
+      this.deps.logger.warn({ err, sourceId: source.id }, 'could not notify admins of a failed knowledge source');
     }
   }
 

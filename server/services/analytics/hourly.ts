@@ -1,0 +1,84 @@
+// The hourly analytics aggregates (`analytics_hourly`): refreshed by the rollup job for the hours whose
+// conversations or messages changed since its last run, and rebuilt whole for one organization on request. A row is
+// recomputed from its sources and overwritten, never added to, so reruns and late commits are safe.
+import type { Knex } from 'knex';
+
+/** Seconds between two timestamp columns, as the exact path measures them. */
+const secs = (later: string, earlier: string) => `extract(epoch from (${later} - ${earlier}))`;
+
+export const FR = secs('first_response_at', 'created_at');
+export const HR = secs('first_human_reply_at', 'coalesce(escalated_at, created_at)');
+export const RES = secs('first_resolved_at', 'created_at');
+
+/** The conversation columns of `analytics_hourly` for the conversations of `where` (bindings follow). */
+export function startedFigures(where: string): string {
+  return `select count(*)::int as started, count(*) filter (where escalated_at is not null)::int as escalated,
+      count(${FR})::int as fr_n, coalesce(sum(${FR}), 0) as fr_sum, analytics_hist(array_agg(analytics_bucket(${FR}))) as fr_hist,
+      count(${HR})::int as hr_n, coalesce(sum(${HR}), 0) as hr_sum, analytics_hist(array_agg(analytics_bucket(${HR}))) as hr_hist
+    from conversations where ${where}`;
+}
+
+export function resolvedFigures(where: string): string {
+  return `select count(*)::int as resolved, count(*) filter (where first_resolved_by_ai)::int as ai_resolved,
+      count(${RES})::int as res_n, coalesce(sum(${RES}), 0) as res_sum, analytics_hist(array_agg(analytics_bucket(${RES}))) as res_hist
+    from conversations where ${where}`;
+}
+
+const COLUMNS = 'started, escalated, fr_n, fr_sum, fr_hist, hr_n, hr_sum, hr_hist, resolved, ai_resolved, res_n, res_sum, res_hist, done';
+
+/** Recomputes the conversation columns of the given (organization, hour) rows. `keys` selects organization_id, hour. */
+async function refreshConversationHours(trx: Knex.Transaction, keys: string, bindings: Knex.RawBinding[]): Promise<number> {
+  const result = await trx.raw(
+    `insert into analytics_hourly (organization_id, hour, ${COLUMNS})
+     select k.organization_id, k.hour, s.*, r.*, d.done
+     from (${keys}) k
+     cross join lateral (${startedFigures('organization_id = k.organization_id and created_at >= k.hour and created_at < k.hour + interval \'1 hour\'')}) s
+     cross join lateral (${resolvedFigures('organization_id = k.organization_id and first_resolved_at >= k.hour and first_resolved_at < k.hour + interval \'1 hour\'')}) r
+     cross join lateral (select count(*)::int as done from conversations
+       where organization_id = k.organization_id and done_at >= k.hour and done_at < k.hour + interval '1 hour') d
+     on conflict (organization_id, hour) do update set ${COLUMNS.split(', ').map((c) => `${c} = excluded.${c}`).join(', ')}`,
+    bindings,
+  );
+  return Number(result.rowCount ?? 0);
+}
+
+/** Recomputes the message columns of every hour from `since` (per-minute rollup rows), for every organization. */
+async function refreshMessageHours(trx: Knex.Transaction, where: string, bindings: Knex.RawBinding[]): Promise<number> {
+  const result = await trx.raw(
+    `insert into analytics_hourly (organization_id, hour, msg_visitor, msg_agent, msg_ai, msg_system)
+     select organization_id, date_trunc('hour', bucket),
+       coalesce(sum(count) filter (where sender_type = 'visitor'), 0), coalesce(sum(count) filter (where sender_type = 'agent'), 0),
+       coalesce(sum(count) filter (where sender_type = 'ai'), 0), coalesce(sum(count) filter (where sender_type = 'system'), 0)
+     from message_rollups where ${where} group by 1, 2
+     on conflict (organization_id, hour) do update set msg_visitor = excluded.msg_visitor, msg_agent = excluded.msg_agent,
+       msg_ai = excluded.msg_ai, msg_system = excluded.msg_system`,
+    bindings,
+  );
+  return Number(result.rowCount ?? 0);
+}
+
+/**
+ * The hours touched since `since`: those of conversations updated since then (their creation, first resolution and
+ * done hours) and those whose minute message counts were recounted. `since` null (the first run): every hour.
+ */
+export async function refreshSince(trx: Knex.Transaction, since: Date | null): Promise<number> {
+  const keys = `
+    select distinct organization_id, date_trunc('hour', t) as hour
+    from conversations c cross join lateral (values (c.created_at), (c.first_resolved_at), (c.done_at)) v(t)
+    where c.updated_at >= ? and t is not null`;
+  const conversations = await refreshConversationHours(trx, keys, [since ?? '-infinity']);
+  const messages = await refreshMessageHours(trx, `bucket >= date_trunc('hour', ?::timestamptz)`, [since ?? '-infinity']);
+  return conversations + messages;
+}
+
+/** Every hour of one organization, from scratch. */
+export async function rebuild(trx: Knex.Transaction, organizationId: string): Promise<number> {
+  await trx.raw('delete from analytics_hourly where organization_id = ?', [organizationId]);
+  const keys = `
+    select distinct organization_id, date_trunc('hour', t) as hour
+    from conversations c cross join lateral (values (c.created_at), (c.first_resolved_at), (c.done_at)) v(t)
+    where c.organization_id = ? and t is not null`;
+  const conversations = await refreshConversationHours(trx, keys, [organizationId]);
+  await refreshMessageHours(trx, 'organization_id = ?', [organizationId]);
+  return conversations;
+}
