@@ -60,7 +60,7 @@ export class KnowledgeIndexer {
     const source = job.organizationId ? await models.KnowledgeSource.forOrg(job.organizationId).findById(job.payload.sourceId) : undefined;
     // Deleted, paused or not uploaded since it was queued: nothing to do.
     if (!source || source.status === 'paused' || source.status === 'awaiting_upload') return;
-    await models.KnowledgeSource.query().patch({ status: 'indexing' }).where('id', source.id);
+    await models.KnowledgeSource.forOrg(source.organizationId).patch({ status: 'indexing' }).where('id', source.id);
     this.progress(source, 'indexing', 0, 0);
     try {
       const chunks = chunkText(await this.textOf(source));
@@ -73,7 +73,7 @@ export class KnowledgeIndexer {
           // Progress of the work, not an announcement of rows: the chunks become searchable at commit.
           this.progress(source, 'indexing', Math.min(i + BATCH, chunks.length), chunks.length);
         }
-        const done = await models.KnowledgeSource.query(trx).patchAndFetchById(source.id, { status: 'indexed', chunkCount: chunks.length, errorMessage: null, indexedAt: new Date(), updatedAt: new Date() });
+        const done = await models.KnowledgeSource.forOrg(source.organizationId, trx).patchAndFetchById(source.id, { status: 'indexed', chunkCount: chunks.length, errorMessage: null, indexedAt: new Date(), updatedAt: new Date() });
         if (done) await this.outbox?.record(trx, source.organizationId, 'knowledge.indexed', () => ({ document: presentKnowledgeSource(done) }));
         const days = SYNC_PERIOD_DAYS[source.syncFrequency];
         if (days && source.source === 'url') await this.enqueue(source, trx, new Date(Date.now() + days * 86_400_000));
@@ -83,7 +83,7 @@ export class KnowledgeIndexer {
       const message = (err instanceof Error ? err.message : 'indexing failed').slice(0, 1000);
       const final = err instanceof GiveUp || err instanceof ValidationFailed || job.attempt > RETRY_DELAYS.length;
       await knex.transaction(async (trx) => {
-        const changed = await models.KnowledgeSource.query(trx).patchAndFetchById(source.id, { status: final ? 'failed' : 'queued', errorMessage: message, updatedAt: new Date() });
+        const changed = await models.KnowledgeSource.forOrg(source.organizationId, trx).patchAndFetchById(source.id, { status: final ? 'failed' : 'queued', errorMessage: message, updatedAt: new Date() });
         // Deleted while it ran: no event about a source that is gone.
         if (final && changed) await this.outbox?.record(trx, source.organizationId, 'knowledge.failed', () => ({ document: presentKnowledgeSource(changed), error: message, attempts: job.attempt }));
       });

@@ -81,7 +81,7 @@ export class KnowledgeService {
     } else if (!input.content?.trim()) throw new ValidationFailed(`A ${input.source} source needs content`, [{ field: 'content', message: 'is required' }]);
     const write = async (trx: Knex.Transaction) => {
       await this.requireRoom(orgId, trx);
-      const source = await this.models.KnowledgeSource.query(trx).insertAndFetch({
+      const source = await this.models.KnowledgeSource.forOrg(orgId, trx).insertAndFetch({
         organizationId: orgId,
         title: input.title,
         source: input.source,
@@ -106,7 +106,7 @@ export class KnowledgeService {
     return this.deps.knex.transaction(async (trx) => {
       await this.requireRoom(orgId, trx);
       const presigned = await this.deps.storage.presignUpload({ kind: 'operator', orgId, userId, role }, { fileName: input.fileName, mimeType: input.mimeType, sizeBytes: input.sizeBytes, purpose: 'knowledge' }, trx);
-      const source = await this.models.KnowledgeSource.query(trx).insertAndFetch({
+      const source = await this.models.KnowledgeSource.forOrg(orgId, trx).insertAndFetch({
         organizationId: orgId, title: input.title, source: 'file', status: 'awaiting_upload', objectId: presigned.object.id, syncFrequency: 'never', catalog: input.catalog ?? null, createdBy: userId,
       });
       return { source, presigned };
@@ -121,10 +121,10 @@ export class KnowledgeService {
     const object = await this.deps.storage.get(orgId, source.objectId);
     // A mismatched file is deleted: the source then fails rather than waiting for a file that is gone.
     await this.deps.storage.verifyUpload(object, async () => {
-      await this.models.KnowledgeSource.query().patch({ status: 'failed', errorMessage: 'The uploaded file did not match its declaration', objectId: null }).where('id', id);
+      await this.models.KnowledgeSource.forOrg(orgId).patch({ status: 'failed', errorMessage: 'The uploaded file did not match its declaration', objectId: null }).where('id', id);
     });
     return this.deps.knex.transaction(async (trx) => {
-      const queued = await this.models.KnowledgeSource.query(trx).patchAndFetchById(id, { status: 'queued', errorMessage: null });
+      const queued = await this.models.KnowledgeSource.forOrg(orgId, trx).patchAndFetchById(id, { status: 'queued', errorMessage: null });
       await this.deps.indexer.enqueue(queued, trx);
       return queued;
     });
@@ -144,7 +144,7 @@ export class KnowledgeService {
       if (input.isPaused === true) patch.status = 'paused';
       if (input.isPaused === false && source.status === 'paused') reindex = true;
       if (reindex && patch.status !== 'paused' && source.status !== 'awaiting_upload') patch.status = 'queued';
-      const updated = await this.models.KnowledgeSource.query(trx).patchAndFetchById(id, patch);
+      const updated = await this.models.KnowledgeSource.forOrg(orgId, trx).patchAndFetchById(id, patch);
       if (patch.status === 'queued') await this.deps.indexer.enqueue(updated, trx);
       return updated;
     });
@@ -153,7 +153,7 @@ export class KnowledgeService {
   /** Deletes the source, its chunks and its file. */
   async delete(orgId: string, id: string): Promise<void> {
     const source = await this.get(orgId, id);
-    await this.models.KnowledgeSource.query().deleteById(source.id);
+    await this.models.KnowledgeSource.forOrg(orgId).deleteById(source.id);
     if (source.objectId) {
       const object = await this.models.StorageObject.forOrg(orgId).findById(source.objectId);
       if (object && !(await this.deps.storage.isReferenced(object.id))) await this.deps.storage.remove(object);
@@ -164,7 +164,7 @@ export class KnowledgeService {
     return this.deps.knex.transaction(async (trx) => {
       const source = await this.get(orgId, id, trx);
       if (source.status === 'awaiting_upload' || source.status === 'paused') throw new ValidationFailed(`A ${source.status} source is not reindexed`, [{ field: 'documentId', message: source.status }]);
-      const queued = await this.models.KnowledgeSource.query(trx).patchAndFetchById(id, { status: 'queued' });
+      const queued = await this.models.KnowledgeSource.forOrg(orgId, trx).patchAndFetchById(id, { status: 'queued' });
       await this.deps.indexer.enqueue(queued, trx);
       return queued;
     });
@@ -212,7 +212,7 @@ export class KnowledgeService {
   /** The AI service reports the outcome of its own processing (embedding) of a source. */
   async setStatus(orgId: string, id: string, status: 'indexed' | 'failed', errorMessage: string | null): Promise<KnowledgeSource> {
     await this.get(orgId, id);
-    return this.models.KnowledgeSource.query().patchAndFetchById(id, { status, errorMessage: status === 'failed' ? (errorMessage ?? 'Failed') : null });
+    return this.models.KnowledgeSource.forOrg(orgId).patchAndFetchById(id, { status, errorMessage: status === 'failed' ? (errorMessage ?? 'Failed') : null });
   }
 
   /** What the AI service needs to (re)embed a source: its chunks and which already have an embedding. */

@@ -65,7 +65,7 @@ export class UnansweredQuestions {
         const source = await this.deps.knowledge.create(orgId, userId, { title: question.question.slice(0, 300), source: 'faq', content: input.answer }, trx);
         Object.assign(patch, { answer: input.answer, sourceId: source.id, status: input.status ?? 'resolved' });
       } else if (input.status) patch.status = input.status;
-      return this.deps.models.UnansweredQuestion.query(trx).patchAndFetchById(id, patch);
+      return this.deps.models.UnansweredQuestion.forOrg(orgId, trx).patchAndFetchById(id, patch);
     });
   }
 }
