@@ -7,7 +7,7 @@ import type { OperatorActor } from '../server/auth/actor.js';
 import type { VisitorActor } from '../server/services/widget.js';
 import type { Membership, Role } from '../db/models/Membership.js';
 import { ROLE_RANK } from '../db/models/Membership.js';
-import { Forbidden, NotFound, toAppError, Unauthorized, UnsupportedMediaType, ValidationFailed, type AppError } from '../server/errors.js';
+import { Forbidden, MethodNotAllowed, NotFound, toAppError, Unauthorized, UnsupportedMediaType, ValidationFailed, type AppError } from '../server/errors.js';
 import { createAjv, errorDetails } from '../server/validation.js';
 import type { RateLimitName } from '../server/ratelimit.js';
 import type { RouteServices } from './services.js';
@@ -102,8 +102,31 @@ interface BodyState {
 const EMPTY_BODY: JsonSchema = { type: 'object', additionalProperties: false, properties: {} };
 const BODY_METHODS: Method[] = ['post', 'put', 'patch', 'delete'];
 
+/** The values of a route's `:name` segments in a request path (routes here have plain segments, no patterns). */
+function paramsIn(routePath: string, requestPath: string): Record<string, string> {
+  const names = routePath.split('/');
+  const values = requestPath.split('/');
+  const out: Record<string, string> = {};
+  names.forEach((name, i) => {
+    if (!name.startsWith(':') || values[i] === undefined) return;
+    try {
+      out[name.slice(1)] = decodeURIComponent(values[i]);
+    } catch {
+      out[name.slice(1)] = values[i];
+    }
+  });
+  return out;
+}
+
+interface MountedRoute {
+  path: string;
+  validateParams: ValidateFunction | null;
+}
+
 export class RouteRegistry {
   readonly routes: AnyRoute[] = [];
+  /** By operationId (the router's layer name): the mounted path and its parameter check. */
+  private readonly mounted = new Map<string, MountedRoute>();
 
   add(...defs: AnyRoute[]): this {
     this.routes.push(...defs);
@@ -124,6 +147,7 @@ export class RouteRegistry {
       const validateQuery = queryAjv.compile(def.query ?? { type: 'object', properties: {} });
       const validateParams = def.params ? queryAjv.compile(def.params) : null;
       const chain: Middleware<RequestState>[] = [];
+      this.mounted.set(def.operationId, { path: `${router.opts.prefix ?? ''}${def.path}`, validateParams });
 
       if (hasBody) {
         // The body is read up front (413 at once: nobody streams megabytes at us), but a wrong Content-Type or
@@ -215,10 +239,34 @@ export class RouteRegistry {
           ctx.body = result.raw.body;
           return;
         }
-        ctx.body = { success: true, message: result.message, ...(result.data !== undefined ? { data: result.data } : {}), ...(result.pagination ? { pagination: result.pagination } : {}) };
+        // `data` is always there, so clients never test for it: an answer that carries nothing carries `{}`.
+        ctx.body = { success: true, message: result.message, data: result.data === undefined ? {} : result.data, ...(result.pagination ? { pagination: result.pagination } : {}) };
       });
 
       router.register(def.path, [def.method.toUpperCase()], chain as unknown as RouterMiddleware[], { name: def.operationId });
     }
+  }
+
+  /**
+   * After the router, for requests no route took: a path the API has (its parameters well-formed) asked with another
+   * method answers 405 with `Allow`; OPTIONS answers 204 with it. Anything else goes on (to the 404).
+   */
+  methodNotAllowed(): Middleware {
+    return async (ctx, next) => {
+      const allowed = new Set<string>();
+      for (const layer of (ctx as { matched?: { name?: string; methods: string[] }[] }).matched ?? []) {
+        const route = layer.name ? this.mounted.get(layer.name) : undefined;
+        if (!route || (route.validateParams && !route.validateParams(paramsIn(route.path, ctx.path)))) continue;
+        for (const method of layer.methods) allowed.add(method);
+      }
+      if (allowed.size === 0) return next();
+      const methods = [...allowed];
+      if (ctx.method === 'OPTIONS') {
+        ctx.status = 204;
+        ctx.set('Allow', methods.join(', '));
+        return;
+      }
+      throw new MethodNotAllowed(methods);
+    };
   }
 }
