@@ -3,17 +3,16 @@ import type { Router, RouterMiddleware } from '@koa/router';
 import type { ValidateFunction } from 'ajv';
 import type { Context, Middleware } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
-import type { OperatorActor } from '../server/auth/actor.js';
-import type { VisitorActor } from '../server/services/widget.js';
+import type { OperatorActor, VisitorActor } from '../server/auth/actor.js';
 import type { Membership, Role } from '../db/models/Membership.js';
-import { ROLE_RANK } from '../db/models/Membership.js';
+import { authorize } from '../server/policies/index.js';
 import { Forbidden, MethodNotAllowed, NotFound, toAppError, Unauthorized, UnsupportedMediaType, ValidationFailed, type AppError } from '../server/errors.js';
 import { createAjv, errorDetails } from '../server/validation.js';
 import type { RateLimitName } from '../server/ratelimit.js';
 import type { RouteServices } from './services.js';
 import type { RequestState } from './middleware/state.js';
 import { originOf } from './middleware/visitorCors.js';
-import { describeScope, keyAllows, requiredScope, type Scope } from '../server/services/apiKeys/index.js';
+import { describeScope, requiredScope, type Scope } from '../server/services/apiKeys/index.js';
 
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -185,16 +184,17 @@ export class RouteRegistry {
         let orgId: string | null = null;
         const auth = def.auth;
         let visitor: VisitorActor | null = null;
+        // Who is calling, resolved once into an actor; then the route's rule, the same check sockets make.
         if (auth.kind === 'ai') {
-          services.checkAiSecret(ctx.get('x-ai-tool-secret'));
+          services.actors.aiService(ctx.get('x-ai-tool-secret'));
         } else if (auth.kind === 'widget') {
           const token = services.bearerToken(ctx);
           if (!token) throw new Unauthorized();
-          visitor = await services.widget.visitorFromToken(token);
+          visitor = await services.actors.visitor(token);
           services.widget.assertOrigin(visitor, originOf(ctx));
         } else if (auth.kind !== 'public' || auth.optionalBearer) {
           const token = services.bearerToken(ctx);
-          if (token) actor = await services.actors.fromAccessToken(token);
+          if (token) actor = await services.actors.operator(token);
           else if (auth.kind !== 'public') throw new Unauthorized();
         }
         const params: Record<string, unknown> = { ...ctx.params };
@@ -203,22 +203,23 @@ export class RouteRegistry {
           if (validateParams.errors?.some((e) => e.instancePath === '/orgId')) throw new Forbidden('You are not a member of this organization');
           throw new NotFound();
         }
-        if (actor?.apiKey) {
-          // Keys act only inside their organization and only as far as the route's scope lets them.
-          if (auth.kind !== 'org' || !keyAllows(actor.apiKey.scopes, requiredScope(def), auth.role)) throw new Forbidden(`This API key may not call this route (${describeScope(requiredScope(def), auth.kind === 'org' ? auth.role : 'owner')})`);
-          orgId = auth.orgFrom === 'path' ? String(params.orgId) : actor.orgId;
-          if (orgId !== actor.orgId) throw new Forbidden('You are not a member of this organization');
-          membership = { id: actor.apiKey.id, role: 'agent', status: 'accepted', organizationId: orgId, userId: actor.userId } as Membership;
-        } else if (auth.kind === 'org' && actor) {
-          if (auth.orgFrom === 'path') {
+        // Keys act only on organization routes, only inside their organization and only as far as the route's scope lets them.
+        if (actor?.apiKey && auth.kind !== 'org') throw new Forbidden(`This API key may not call this route (${describeScope(null, 'owner')})`);
+        if (auth.kind === 'org' && actor) {
+          const rule = { role: auth.role, scope: requiredScope(def) };
+          if (actor.apiKey) {
+            authorize(actor, rule, null);
+            orgId = auth.orgFrom === 'path' ? String(params.orgId) : actor.orgId;
+            if (orgId !== actor.orgId) throw new Forbidden('You are not a member of this organization');
+            membership = { id: actor.apiKey.id, role: 'agent', status: 'accepted', organizationId: orgId, userId: actor.userId } as Membership;
+          } else if (auth.orgFrom === 'path') {
             orgId = String(params.orgId);
             membership = await services.memberships.requireRole(actor.userId, orgId, auth.role);
           } else {
             orgId = actor.orgId;
             const m = actor.membership;
-            if (!orgId || !m || m.status !== 'accepted') throw new Forbidden('You are not an active member of this organization');
-            if (ROLE_RANK[m.role] < ROLE_RANK[auth.role]) throw new Forbidden(`This needs the ${auth.role} role`);
-            membership = { id: m.id, role: m.role, status: m.status, organizationId: orgId, userId: actor.userId } as Membership;
+            authorize(actor, rule, orgId ? m : null);
+            membership = { id: m!.id, role: m!.role, status: m!.status, organizationId: orgId, userId: actor.userId } as Membership;
           }
         }
 

@@ -1,10 +1,9 @@
 // Socket.IO on the REST server's port: one namespace per organization, handshake auth, Redis fan-out when configured.
 import type { Server as HttpServer } from 'node:http';
 import { createAdapter } from '@socket.io/redis-adapter';
-import jwt from 'jsonwebtoken';
 import { Server, type Namespace, type Socket } from 'socket.io';
 import type { Models } from '../db/index.js';
-import type { ActorResolver, OperatorActor } from '../server/auth/actor.js';
+import { credentialKind, type ActorResolver, type CredentialKind, type OperatorActor, type VisitorActor } from '../server/auth/actor.js';
 import type { Config } from '../server/config.js';
 import { AppError } from '../server/errors.js';
 import type { DomainEventBus } from '../server/events.js';
@@ -15,9 +14,9 @@ import type { RedisLink } from '../server/redis.js';
 import type { AgentService } from '../server/services/agents.js';
 import type { ConversationService } from '../server/services/conversations.js';
 import type { MessageService } from '../server/services/messages.js';
-import { requestOrigin, type VisitorActor, type WidgetService } from '../server/services/widget.js';
+import { requestOrigin, type WidgetService } from '../server/services/widget.js';
+import { authorize, type Policies } from '../server/policies/index.js';
 import { createBroadcaster } from './broadcast.js';
-import { hasScope, isApiKeyToken } from '../server/services/apiKeys/index.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
 import type { MembershipCheck } from './membership.js';
 import { attachOperator } from './operator.js';
@@ -41,6 +40,8 @@ export interface RealtimeDeps {
   redis: RedisLink | null;
   events: DomainEventBus;
   actors: ActorResolver;
+  /** The authorization rules, the same ones the REST routes apply. */
+  policies: Policies;
   presence: Presence;
   widget: WidgetService;
   messages: MessageService;
@@ -69,6 +70,9 @@ function runAt(when: number, fn: () => void): { cancel(): void } {
   arm();
   return { cancel: () => clearTimeout(timer) };
 }
+
+/** How the log names each kind of caller. */
+const KIND_LABEL: Record<CredentialKind, string> = { api_key: 'bot', access: 'agent', widget_session: 'visitor', unknown: 'unknown' };
 
 /** A handshake refusal: the client's connect_error carries `message` unauthorized or forbidden. */
 function refusal(code: 'unauthorized' | 'forbidden'): Error {
@@ -118,45 +122,34 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     // One id per connection, as REST requests have: the client's X-Request-Id when well-formed, else a new one.
     const requestId = requestIdFrom(socket.handshake.headers['x-request-id']);
     const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
-    const claimed = typeof token === 'string' && token.length > 0 ? jwt.decode(token, { json: true }) : null;
-    const isKey = typeof token === 'string' && isApiKeyToken(token);
-    const kind = isKey ? 'bot' : claimed?.typ === 'access' ? 'agent' : claimed?.typ === 'widget_session' ? 'visitor' : 'unknown';
+    const credential = typeof token === 'string' && token.length > 0 ? credentialKind(token) : 'unknown';
+    const kind = KIND_LABEL[credential];
     const refuse = (code: 'unauthorized' | 'forbidden', reason: string) => {
       logger.debug({ requestId, orgId, kind, reason }, 'socket refused');
       next(refusal(code));
     };
     if (typeof token !== 'string' || token.length === 0) return refuse('unauthorized', 'no token');
+    if (credential === 'unknown') return refuse('unauthorized', 'not an access or widget_session token');
     const origin = socket.handshake.headers.origin;
     try {
-      if (isKey) {
-        // An organization API key opens an agent socket as its bot; it needs at least conversations:read.
-        const actor = await deps.actors.fromAccessToken(token);
-        if (actor.orgId !== orgId) return refuse('forbidden', 'the key is for another organization');
-        if (!hasScope(actor.apiKey?.scopes ?? [], 'conversations', 'read')) return refuse('forbidden', 'the key lacks conversations:read');
+      // The same resolver as REST; an agent socket is for reading the organization's conversations, so it needs
+      // what a REST read of them needs (a key: conversations:read; a person: an accepted membership).
+      const actor = await deps.actors.fromToken(token);
+      if (actor.kind === 'operator') {
+        if (actor.orgId !== orgId) return refuse('forbidden', `the ${actor.apiKey ? 'key' : 'token'} is for another organization`);
+        authorize(actor, deps.policies.conversation.read, actor.membership);
+        if (!actor.apiKey && !operatorOriginAllowed(origin)) return refuse('forbidden', 'origin not in CORS_ORIGINS');
         socket.data = { orgId, operator: actor };
-        logger.debug({ requestId, orgId, kind, apiKeyId: actor.apiKey?.id, socketId: socket.id }, 'socket connected');
+        logger.debug({ requestId, orgId, kind, ...(actor.apiKey ? { apiKeyId: actor.apiKey.id } : { userId: actor.userId }), socketId: socket.id }, 'socket connected');
         return next();
       }
-      if (claimed?.typ === 'access') {
-        const actor = await deps.actors.fromAccessToken(token);
-        if (actor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
-        if (!actor.membership || actor.membership.status !== 'accepted') return refuse('forbidden', 'no accepted membership');
-        if (!operatorOriginAllowed(origin)) return refuse('forbidden', 'origin not in CORS_ORIGINS');
-        socket.data = { orgId, operator: actor };
-        logger.debug({ requestId, orgId, kind, userId: actor.userId, socketId: socket.id }, 'socket connected');
-        return next();
-      }
-      if (claimed?.typ === 'widget_session') {
-        const visitor = await deps.widget.visitorFromToken(token);
-        if (visitor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
-        const secFetchSite = socket.handshake.headers['sec-fetch-site'];
-        const from = requestOrigin({ origin, host: socket.handshake.headers.host, secFetchSite: typeof secFetchSite === 'string' ? secFetchSite : undefined });
-        if (!deps.widget.originAllowed(visitor, from)) return refuse('forbidden', "origin not in the widget's allowedOrigins");
-        socket.data = { orgId, visitor };
-        logger.debug({ requestId, orgId, kind, sessionId: visitor.sessionId, socketId: socket.id }, 'socket connected');
-        return next();
-      }
-      return refuse('unauthorized', 'not an access or widget_session token');
+      if (actor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
+      const secFetchSite = socket.handshake.headers['sec-fetch-site'];
+      const from = requestOrigin({ origin, host: socket.handshake.headers.host, secFetchSite: typeof secFetchSite === 'string' ? secFetchSite : undefined });
+      if (!deps.widget.originAllowed(actor, from)) return refuse('forbidden', "origin not in the widget's allowedOrigins");
+      socket.data = { orgId, visitor: actor };
+      logger.debug({ requestId, orgId, kind, sessionId: actor.sessionId, socketId: socket.id }, 'socket connected');
+      return next();
     } catch (err) {
       if (err instanceof AppError && err.status === 401) return refuse('unauthorized', err.message);
       if (err instanceof AppError && err.status === 403) return refuse('forbidden', err.message);
