@@ -108,6 +108,8 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       params: params('conversationId'),
       body: object({ assignedTo: assignee, agentId: aliasOf('assignedTo', assignee), reason: { type: 'string', maxLength: 500 } }),
       response: { status: 200, description: 'Routed', data: ConversationView },
+      // Which of the two names is given is checked in the handler: a missing conversation is 404 before that.
+      load: ({ params, orgId }) => s.conversations.get(orgId!, params.conversationId),
       handler: async ({ params, body, orgId, actor }) => {
         const assignedTo = unalias<string | null>(body, 'assignedTo', 'agentId', { required: true })!;
         return {

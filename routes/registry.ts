@@ -250,7 +250,7 @@ export class RouteRegistry {
 
   /**
    * After the router, for requests no route took: a path the API has (its parameters well-formed) asked with another
-   * method answers 405 with `Allow`; OPTIONS answers 204 with it. Anything else goes on (to the 404).
+   * method answers 405 with `Allow`; a plain OPTIONS answers 204 with it. Anything else goes on (to the 404).
    */
   methodNotAllowed(): Middleware {
     return async (ctx, next) => {
@@ -260,7 +260,9 @@ export class RouteRegistry {
         if (!route || (route.validateParams && !route.validateParams(paramsIn(route.path, ctx.path)))) continue;
         for (const method of layer.methods) allowed.add(method);
       }
-      if (allowed.size === 0) return next();
+      // A CORS preflight that reaches here was declined by the CORS layer: it stays unanswered (404), as before.
+      const preflight = ctx.method === 'OPTIONS' && !!ctx.get('access-control-request-method');
+      if (allowed.size === 0 || preflight) return next();
       const methods = [...allowed];
       if (ctx.method === 'OPTIONS') {
         ctx.status = 204;
