@@ -64,11 +64,11 @@ export function buildOpenApi(routes: AnyRoute[], info: { serverUrl: string }) {
     const path = `/api/v1${route.path}`.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
     const success: JsonSchema = {
       type: 'object',
-      required: ['success', 'message'],
+      required: ['success', 'message', 'data'],
       properties: {
         success: { const: true },
         message: { type: 'string' },
-        ...(route.response.data ? { data: route.response.data } : {}),
+        data: route.response.data ?? { type: 'object', maxProperties: 0, description: 'Always present; empty when the answer carries nothing more' },
         ...(route.response.paginated ? { pagination: { $ref: '#/components/schemas/Pagination' } } : {}),
       },
     };
@@ -99,7 +99,7 @@ export function buildOpenApi(routes: AnyRoute[], info: { serverUrl: string }) {
     info: {
       title: 'Support Platform API',
       version: '1.0.0',
-      description: 'Multi-tenant customer-support platform. Every success body is `{ success: true, message, data }`; every error body is `{ success: false, message, error: { code, details }, requestId }`.',
+      description: 'Multi-tenant customer-support platform. Every success body is `{ success: true, message, data }`; every error body is `{ success: false, message, error: { code, details }, requestId }`. A path asked with a method it does not have answers 405 `method_not_allowed` with an `Allow` header naming the methods it has.',
     },
     servers: [{ url: info.serverUrl }],
     components: {

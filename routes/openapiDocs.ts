@@ -117,7 +117,7 @@ const EXAMPLES: Record<string, Record<string, unknown>> = {
   changeConversationStatus: { status: 'resolved' },
   updateWidgetConfig: { displayName: 'Acme Help', appearance: { primaryColor: '#7c3aed' }, behavior: { greeting: 'Hi! How can we help?' }, allowedOrigins: ['https://shop.example.org'] },
   createWidgetToken: { publicKey: 'pk_3vQb9m2kXe7TnL0aR5sWcYpD', visitor: { name: 'Sam Visitor', email: 'sam@example.org' } },
-  startWidgetConversation: { message: 'Hello, where is my order?', clientMessageId: '0c9d7a52-51a6-4f7e-9d1e-3c8b2a6f4e11', source: 'widget' },
+  startWidgetConversation: { content: 'Hello, where is my order?', clientMessageId: '0c9d7a52-51a6-4f7e-9d1e-3c8b2a6f4e11', source: 'widget' },
   sendWidgetMessage: { content: 'It was order 1042.', clientMessageId: 'b7e2c1d0-3f4a-4b5c-8d9e-0f1a2b3c4d5e' },
 };
 

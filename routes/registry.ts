@@ -3,17 +3,16 @@ import type { Router, RouterMiddleware } from '@koa/router';
 import type { ValidateFunction } from 'ajv';
 import type { Context, Middleware } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
-import type { OperatorActor } from '../server/auth/actor.js';
-import type { VisitorActor } from '../server/services/widget.js';
+import type { OperatorActor, VisitorActor } from '../server/auth/actor.js';
 import type { Membership, Role } from '../db/models/Membership.js';
-import { ROLE_RANK } from '../db/models/Membership.js';
-import { Forbidden, NotFound, toAppError, Unauthorized, UnsupportedMediaType, ValidationFailed, type AppError } from '../server/errors.js';
+import { authorize } from '../server/policies/index.js';
+import { Forbidden, MethodNotAllowed, NotFound, toAppError, Unauthorized, UnsupportedMediaType, ValidationFailed, type AppError } from '../server/errors.js';
 import { createAjv, errorDetails } from '../server/validation.js';
 import type { RateLimitName } from '../server/ratelimit.js';
 import type { RouteServices } from './services.js';
 import type { RequestState } from './middleware/state.js';
 import { originOf } from './middleware/visitorCors.js';
-import { describeScope, keyAllows, requiredScope, type Scope } from '../server/services/apiKeys/index.js';
+import { describeScope, requiredScope, type Scope } from '../server/services/apiKeys/index.js';
 
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -102,8 +101,31 @@ interface BodyState {
 const EMPTY_BODY: JsonSchema = { type: 'object', additionalProperties: false, properties: {} };
 const BODY_METHODS: Method[] = ['post', 'put', 'patch', 'delete'];
 
+/** The values of a route's `:name` segments in a request path (routes here have plain segments, no patterns). */
+function paramsIn(routePath: string, requestPath: string): Record<string, string> {
+  const names = routePath.split('/');
+  const values = requestPath.split('/');
+  const out: Record<string, string> = {};
+  names.forEach((name, i) => {
+    if (!name.startsWith(':') || values[i] === undefined) return;
+    try {
+      out[name.slice(1)] = decodeURIComponent(values[i]);
+    } catch {
+      out[name.slice(1)] = values[i];
+    }
+  });
+  return out;
+}
+
+interface MountedRoute {
+  path: string;
+  validateParams: ValidateFunction | null;
+}
+
 export class RouteRegistry {
   readonly routes: AnyRoute[] = [];
+  /** By operationId (the router's layer name): the mounted path and its parameter check. */
+  private readonly mounted = new Map<string, MountedRoute>();
 
   add(...defs: AnyRoute[]): this {
     this.routes.push(...defs);
@@ -124,6 +146,7 @@ export class RouteRegistry {
       const validateQuery = queryAjv.compile(def.query ?? { type: 'object', properties: {} });
       const validateParams = def.params ? queryAjv.compile(def.params) : null;
       const chain: Middleware<RequestState>[] = [];
+      this.mounted.set(def.operationId, { path: `${router.opts.prefix ?? ''}${def.path}`, validateParams });
 
       if (hasBody) {
         // The body is read up front (413 at once: nobody streams megabytes at us), but a wrong Content-Type or
@@ -161,16 +184,17 @@ export class RouteRegistry {
         let orgId: string | null = null;
         const auth = def.auth;
         let visitor: VisitorActor | null = null;
+        // Who is calling, resolved once into an actor; then the route's rule, the same check sockets make.
         if (auth.kind === 'ai') {
-          services.checkAiSecret(ctx.get('x-ai-tool-secret'));
+          services.actors.aiService(ctx.get('x-ai-tool-secret'));
         } else if (auth.kind === 'widget') {
           const token = services.bearerToken(ctx);
           if (!token) throw new Unauthorized();
-          visitor = await services.widget.visitorFromToken(token);
+          visitor = await services.actors.visitor(token);
           services.widget.assertOrigin(visitor, originOf(ctx));
         } else if (auth.kind !== 'public' || auth.optionalBearer) {
           const token = services.bearerToken(ctx);
-          if (token) actor = await services.actors.fromAccessToken(token);
+          if (token) actor = await services.actors.operator(token);
           else if (auth.kind !== 'public') throw new Unauthorized();
         }
         const params: Record<string, unknown> = { ...ctx.params };
@@ -179,22 +203,23 @@ export class RouteRegistry {
           if (validateParams.errors?.some((e) => e.instancePath === '/orgId')) throw new Forbidden('You are not a member of this organization');
           throw new NotFound();
         }
-        if (actor?.apiKey) {
-          // Keys act only inside their organization and only as far as the route's scope lets them.
-          if (auth.kind !== 'org' || !keyAllows(actor.apiKey.scopes, requiredScope(def), auth.role)) throw new Forbidden(`This API key may not call this route (${describeScope(requiredScope(def), auth.kind === 'org' ? auth.role : 'owner')})`);
-          orgId = auth.orgFrom === 'path' ? String(params.orgId) : actor.orgId;
-          if (orgId !== actor.orgId) throw new Forbidden('You are not a member of this organization');
-          membership = { id: actor.apiKey.id, role: 'agent', status: 'accepted', organizationId: orgId, userId: actor.userId } as Membership;
-        } else if (auth.kind === 'org' && actor) {
-          if (auth.orgFrom === 'path') {
+        // Keys act only on organization routes, only inside their organization and only as far as the route's scope lets them.
+        if (actor?.apiKey && auth.kind !== 'org') throw new Forbidden(`This API key may not call this route (${describeScope(null, 'owner')})`);
+        if (auth.kind === 'org' && actor) {
+          const rule = { role: auth.role, scope: requiredScope(def) };
+          if (actor.apiKey) {
+            authorize(actor, rule, null);
+            orgId = auth.orgFrom === 'path' ? String(params.orgId) : actor.orgId;
+            if (orgId !== actor.orgId) throw new Forbidden('You are not a member of this organization');
+            membership = { id: actor.apiKey.id, role: 'agent', status: 'accepted', organizationId: orgId, userId: actor.userId } as Membership;
+          } else if (auth.orgFrom === 'path') {
             orgId = String(params.orgId);
             membership = await services.memberships.requireRole(actor.userId, orgId, auth.role);
           } else {
             orgId = actor.orgId;
             const m = actor.membership;
-            if (!orgId || !m || m.status !== 'accepted') throw new Forbidden('You are not an active member of this organization');
-            if (ROLE_RANK[m.role] < ROLE_RANK[auth.role]) throw new Forbidden(`This needs the ${auth.role} role`);
-            membership = { id: m.id, role: m.role, status: m.status, organizationId: orgId, userId: actor.userId } as Membership;
+            authorize(actor, rule, orgId ? m : null);
+            membership = { id: m!.id, role: m!.role, status: m!.status, organizationId: orgId, userId: actor.userId } as Membership;
           }
         }
 
@@ -215,10 +240,36 @@ export class RouteRegistry {
           ctx.body = result.raw.body;
           return;
         }
-        ctx.body = { success: true, message: result.message, ...(result.data !== undefined ? { data: result.data } : {}), ...(result.pagination ? { pagination: result.pagination } : {}) };
+        // `data` is always there, so clients never test for it: an answer that carries nothing carries `{}`.
+        ctx.body = { success: true, message: result.message, data: result.data === undefined ? {} : result.data, ...(result.pagination ? { pagination: result.pagination } : {}) };
       });
 
       router.register(def.path, [def.method.toUpperCase()], chain as unknown as RouterMiddleware[], { name: def.operationId });
     }
+  }
+
+  /**
+   * After the router, for requests no route took: a path the API has (its parameters well-formed) asked with another
+   * method answers 405 with `Allow`; a plain OPTIONS answers 204 with it. Anything else goes on (to the 404).
+   */
+  methodNotAllowed(): Middleware {
+    return async (ctx, next) => {
+      const allowed = new Set<string>();
+      for (const layer of (ctx as { matched?: { name?: string; methods: string[] }[] }).matched ?? []) {
+        const route = layer.name ? this.mounted.get(layer.name) : undefined;
+        if (!route || (route.validateParams && !route.validateParams(paramsIn(route.path, ctx.path)))) continue;
+        for (const method of layer.methods) allowed.add(method);
+      }
+      // A CORS preflight that reaches here was declined by the CORS layer: it stays unanswered (404), as before.
+      const preflight = ctx.method === 'OPTIONS' && !!ctx.get('access-control-request-method');
+      if (allowed.size === 0 || preflight) return next();
+      const methods = [...allowed];
+      if (ctx.method === 'OPTIONS') {
+        ctx.status = 204;
+        ctx.set('Allow', methods.join(', '));
+        return;
+      }
+      throw new MethodNotAllowed(methods);
+    };
   }
 }

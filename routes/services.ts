@@ -1,11 +1,11 @@
 // What the HTTP adapters need from the core: authentication helpers, rate limits and the domain services.
 import type { Context } from 'koa';
 import type { ActorResolver } from '../server/auth/actor.js';
+import type { Policies } from '../server/policies/index.js';
 import type { Config } from '../server/config.js';
 import type { Readiness } from '../server/readiness.js';
-import { ServiceUnavailable, Unauthorized } from '../server/errors.js';
+import { Unauthorized } from '../server/errors.js';
 import type { RateLimits } from '../server/ratelimit.js';
-import { safeEqual } from '../server/auth/secrets.js';
 import type { AuthService } from '../server/services/auth.js';
 import type { MembershipService } from '../server/services/memberships.js';
 import type { OrganizationService } from '../server/services/organizations.js';
@@ -32,6 +32,8 @@ import type { WebhookService } from '../server/services/webhooks/index.js';
 export interface RouteServices {
   config: Config;
   actors: ActorResolver;
+  /** Who may do what to each resource: the rules the routes declare, shared with the socket events. */
+  policies: Policies;
   rateLimits: RateLimits;
   auth: AuthService;
   organizations: OrganizationService;
@@ -61,8 +63,6 @@ export interface RouteServices {
   channels: ChannelService;
   /** The bearer token of a request: the Authorization header (a `?token=` only when ALLOW_QUERY_TOKEN=true). */
   bearerToken(ctx: Context): string | null;
-  /** Constant-time check of x-ai-tool-secret; 503 when no secret is configured (fail closed). */
-  checkAiSecret(given: string): void;
   /** Whether the database (and Redis, when configured) answer, and whether a graceful stop has begun. */
   readiness: Readiness;
 }
@@ -75,12 +75,5 @@ export function bearerTokenReader(allowQueryToken: boolean) {
     if (header) throw new Unauthorized('The Authorization header must be "Bearer <token>"');
     if (allowQueryToken && typeof ctx.query.token === 'string' && ctx.query.token) return ctx.query.token;
     return null;
-  };
-}
-
-export function aiSecretChecker(secret: string | null) {
-  return (given: string): void => {
-    if (!secret) throw new ServiceUnavailable('The internal AI service is not configured on this server');
-    if (!given || !safeEqual(given, secret)) throw new Unauthorized('A valid x-ai-tool-secret header is required');
   };
 }

@@ -2,9 +2,12 @@
 import { presentMessage, presentVisitorConversation } from '../server/presenters/conversation.js';
 import { presentPublicWidget, presentWidget } from '../server/presenters/widget.js';
 import type { WidgetConfigInput } from '../server/services/widget.js';
+import type { MessageType } from '../db/models/Message.js';
+import { assertVisitorMessage } from '../server/policies/index.js';
 import { originOf } from './middleware/visitorCors.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
+import { aliasOf, unalias } from './schemas/aliases.js';
 import { email, freeForm, object, params, personName } from './schemas/common.js';
 import { attachmentIds, clientMessageId, content, MessageView, VisitorConversationView, WidgetView } from './schemas/live.js';
 
@@ -73,16 +76,17 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Valid', data: object({ valid: { const: true }, sessionId: { type: 'string' }, organizationId: { type: 'string' } }) },
       handler: async ({ visitor }) => ({ message: 'Valid', data: { valid: true, sessionId: visitor!.sessionId, organizationId: visitor!.orgId } }),
     }),
-    defineRoute<{ message: string; source?: string; clientMessageId?: string }>({
+    defineRoute<{ content?: string; message?: string; source?: string; clientMessageId?: string }>({
       method: 'post', path: '/widget/conversations', operationId: 'startWidgetConversation', tag, auth: { kind: 'widget' },
       summary: 'Start a conversation with a first message',
-      description: 'A repeated `clientMessageId` answers 200 with the conversation it already started and announces nothing again.',
-      body: object({ message: content, source, clientMessageId }, ['message']),
+      description: '`content` is required (`message`, its old name here, is still accepted). A repeated `clientMessageId` answers 200 with the conversation it already started and announces nothing again.',
+      body: object({ content, message: aliasOf('content', content), source, clientMessageId }),
       response: { status: 201, description: 'The conversation and its first message', data: object({ conversation: VisitorConversationView, message: MessageView }) },
       handler: async ({ visitor, body }) => {
+        const text = unalias<string>(body, 'content', 'message', { required: true })!;
         const { conversation, message, duplicate } = await s.messages.send(
           { type: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId },
-          { content: body.message, clientMessageId: body.clientMessageId, start: { source: body.source, visitorName: visitor!.name, visitorEmail: visitor!.email } },
+          { content: text, clientMessageId: body.clientMessageId, start: { source: body.source, visitorName: visitor!.name, visitorEmail: visitor!.email } },
         );
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already started' : 'Conversation started', data: { conversation: presentVisitorConversation(conversation), message: presentMessage(message) } };
       },
@@ -93,24 +97,27 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Conversations', data: { type: 'array', items: VisitorConversationView } },
       handler: async ({ visitor }) => ({ message: 'Conversations', data: (await s.widget.visitorConversations(visitor!)).map(presentVisitorConversation) }),
     }),
-    defineRoute<Record<string, never>, { afterSeq: number; limit: number }, { id: string }>({
-      method: 'get', path: '/widget/conversations/:id/messages', operationId: 'listWidgetMessages', tag, auth: { kind: 'widget' },
+    defineRoute<Record<string, never>, { afterSeq: number; limit: number }, { conversationId: string }>({
+      method: 'get', path: '/widget/conversations/:conversationId/messages', operationId: 'listWidgetMessages', tag, auth: { kind: 'widget' },
       summary: 'Public messages of one of the visitor\'s conversations (never internal notes)',
-      params: params('id'),
+      params: params('conversationId'),
       query: object({ afterSeq: { type: 'integer', minimum: 0, default: 0 }, limit: { type: 'integer', minimum: 1, maximum: 200, default: 100 } }),
       response: { status: 200, description: 'Messages', data: { type: 'array', items: MessageView } },
-      handler: async ({ visitor, params, query }) => ({ message: 'Messages', data: (await s.widget.visitorMessages(visitor!, params.id, query.afterSeq, query.limit)).map(presentMessage) }),
+      handler: async ({ visitor, params, query }) => ({ message: 'Messages', data: (await s.widget.visitorMessages(visitor!, params.conversationId, query.afterSeq, query.limit)).map(presentMessage) }),
     }),
-    defineRoute<{ content: string; clientMessageId?: string; attachments?: string[] }, Record<string, never>, { id: string }>({
-      method: 'post', path: '/widget/conversations/:id/messages', operationId: 'sendWidgetMessage', tag, auth: { kind: 'widget' },
+    defineRoute<{ content: string; type?: MessageType; clientMessageId?: string; attachments?: string[] }, Record<string, never>, { conversationId: string }>({
+      method: 'post', path: '/widget/conversations/:conversationId/messages', operationId: 'sendWidgetMessage', tag, auth: { kind: 'widget' },
       summary: 'Write in one of the visitor\'s conversations (a resolved one reopens; a closed one starts a new conversation)',
-      description: 'A repeated `clientMessageId` answers 200 with the first message; one already used by another sender in this conversation answers 409.',
-      params: params('id'),
-      body: object({ content, clientMessageId, attachments: attachmentIds }, ['content']),
+      description:
+        'Visitors send text: `type` other than `text` is 400 unless the message has `attachments` (an image or a file is uploaded, never a link in `content`). ' +
+        'A repeated `clientMessageId` answers 200 with the first message; one already used by another sender in this conversation answers 409.',
+      params: params('conversationId'),
+      body: object({ content, type: { type: 'string', enum: ['text', 'image', 'file'] }, clientMessageId, attachments: attachmentIds }, ['content']),
       response: { status: 201, description: 'Stored and announced', data: MessageView },
       errors: [409],
       handler: async ({ visitor, params, body }) => {
-        const { message, duplicate } = await s.messages.send({ type: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId }, { ...body, conversationId: params.id });
+        assertVisitorMessage(body, 'body');
+        const { message, duplicate } = await s.messages.send({ type: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId }, { ...body, conversationId: params.conversationId });
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Message sent', data: presentMessage(message) };
       },
     }),

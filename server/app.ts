@@ -48,6 +48,7 @@ export function createApp(services: RouteServices, logger: Logger, metrics?: Met
   app.use(createWebRouter(config).routes());
   if (metrics) app.use(metrics.publicRoute(config.metrics.token, config.metrics.port !== null));
   app.use(router.routes());
+  app.use(registry.methodNotAllowed());
   app.use(async () => {
     throw new NotFound('Route');
   });

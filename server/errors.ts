@@ -71,6 +71,15 @@ export class NotFound extends AppError {
     super(`${what} not found`);
   }
 }
+/** A path the API has, asked with a method it lacks; `Allow` names the methods it has. */
+export class MethodNotAllowed extends AppError {
+  override readonly status = 405;
+  override readonly code = 'method_not_allowed';
+  constructor(allowed: string[]) {
+    super(`This path answers ${allowed.join(', ')} only`);
+    this.headers.Allow = allowed.join(', ');
+  }
+}
 export class Conflict extends AppError {
   override readonly status = 409;
   override readonly code = 'conflict';

@@ -4,9 +4,10 @@ import type { AddressInfo } from 'node:net';
 import type { Router } from '@koa/router';
 import { createDatabase, type Database } from '../db/index.js';
 import type { RouteRegistry } from '../routes/registry.js';
-import { aiSecretChecker, bearerTokenReader, type RouteServices } from '../routes/services.js';
+import { bearerTokenReader, type RouteServices } from '../routes/services.js';
 import { createApp } from './app.js';
 import { ActorResolver } from './auth/actor.js';
+import { createPolicies, type PolicyOverrides } from './policies/index.js';
 import { OtpService } from './auth/otp.js';
 import { PasswordHasher } from './auth/passwords.js';
 import { hashSecret } from './auth/secrets.js';
@@ -73,7 +74,7 @@ export interface AppServer {
   stop(): Promise<void>;
 }
 
-export function createServer(config: Config, opts: { logger?: Logger } = {}): AppServer {
+export function createServer(config: Config, opts: { logger?: Logger; policies?: PolicyOverrides } = {}): AppServer {
   const logger = opts.logger ?? createLogger(config.logLevel);
   const db = createDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, preparedStatements: config.preparedStatements, logger });
   const redis = config.redisUrl ? new RedisLink(config.redisUrl, logger) : null;
@@ -112,7 +113,8 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const widget = new WidgetService({ models: db.models, tokens, messages, publicUrl: config.publicUrl });
   listenForArrivals({ models: db.models, events, routing, notifications, logger });
   const apiKeys = new ApiKeyService({ models: db.models, knex: db.knex, statement: db.statement, events, hashKey: hashSecret(tokenHashKey, 'api-keys'), redis: redis?.main ?? null, requestsPerMinute: config.apiKeyRateLimitPerMinute });
-  const actors = new ActorResolver(db.statement, tokens, apiKeys);
+  const actors = new ActorResolver(db.statement, tokens, apiKeys, { models: db.models, aiToolSecret: config.aiToolSecret });
+  const policies = createPolicies(opts.policies);
   const templates = new TemplateService({ models: db.models });
   const observability = new ObservabilityService({ knex: db.knex });
   const ai = new AiService({ models: db.models, knex: db.knex, events, conversations, messages, routing, notifications });
@@ -147,6 +149,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const services: RouteServices = {
     config,
     actors,
+    policies,
     rateLimits: new RateLimits(redis?.main ?? null, config.rateLimits),
     auth,
     organizations,
@@ -175,7 +178,6 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
     apiKeys,
     webhooks,
     bearerToken: bearerTokenReader(config.allowQueryToken),
-    checkAiSecret: aiSecretChecker(config.aiToolSecret),
     readiness,
   };
 
@@ -188,7 +190,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   let retention: NodeJS.Timeout | null = null;
   let metricsListener: { port: number; close(): Promise<void> } | null = null;
   const membershipCheck = new MembershipCheck(db.models, events);
-  const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, actors, presence, widget, messages, conversations, agents, membershipCheck, assist });
+  const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, actors, policies, presence, widget, messages, conversations, agents, membershipCheck, assist });
 
   return {
     config,

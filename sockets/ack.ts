@@ -34,7 +34,8 @@ export function on<P>(socket: Socket, logger: Logger, event: string, schema: obj
     } catch (thrown) {
       const err = toAppError(thrown);
       if (err.status >= 500) logger.error({ err: thrown, event }, 'socket event failed');
-      reply({ success: false, error: { code: err.code, message: err.message } });
+      // The same details as a REST error body: a validation error names each field at fault (`field`, `message`, `in`).
+      reply({ success: false, error: { code: err.code, message: err.message, details: err.details } });
     }
   });
 }

@@ -8,7 +8,7 @@ import type { ChannelDeliveryView } from '../server/presenters/channel.js';
 import type { LocalAssist } from '../server/services/knowledge/index.js';
 import type { TicketAction } from '../server/services/tickets/index.js';
 
-export type Ack<T> = { success: true; data: T } | { success: false; error: { code: string; message: string } };
+export type Ack<T> = { success: true; data: T } | { success: false; error: { code: string; message: string; details: { field?: string; message: string; in?: string }[] } };
 export type AckFn<T> = (response: Ack<T>) => void;
 
 export type AgentStatus = 'online' | 'away' | 'busy' | 'offline';

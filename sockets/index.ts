@@ -1,13 +1,13 @@
 // Socket.IO on the REST server's port: one namespace per organization, handshake auth, Redis fan-out when configured.
 import type { Server as HttpServer } from 'node:http';
 import { createAdapter } from '@socket.io/redis-adapter';
-import jwt from 'jsonwebtoken';
 import { Server } from 'socket.io';
+import { credentialKind, type CredentialKind, type OperatorActor, type VisitorActor } from '../server/auth/actor.js';
 import { AppError } from '../server/errors.js';
 import { requestIdFrom } from '../routes/middleware/requestId.js';
 import { requestOrigin } from '../server/services/widget.js';
+import { authorize } from '../server/policies/index.js';
 import { createBroadcaster } from './broadcast.js';
-import { hasScope, isApiKeyToken } from '../server/services/apiKeys/index.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
 import { attachOperator } from './operator.js';
 import { NAMESPACE, rooms } from './rooms.js';
@@ -29,6 +29,9 @@ function runAt(when: number, fn: () => void): { cancel(): void } {
   arm();
   return { cancel: () => clearTimeout(timer) };
 }
+
+/** How the log names each kind of caller. */
+const KIND_LABEL: Record<CredentialKind, string> = { api_key: 'bot', access: 'agent', widget_session: 'visitor', unknown: 'unknown' };
 
 /** A handshake refusal: the client's connect_error carries `message` unauthorized or forbidden. */
 function refusal(code: 'unauthorized' | 'forbidden'): Error {
@@ -78,45 +81,34 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     // One id per connection, as REST requests have: the client's X-Request-Id when well-formed, else a new one.
     const requestId = requestIdFrom(socket.handshake.headers['x-request-id']);
     const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
-    const claimed = typeof token === 'string' && token.length > 0 ? jwt.decode(token, { json: true }) : null;
-    const isKey = typeof token === 'string' && isApiKeyToken(token);
-    const kind = isKey ? 'bot' : claimed?.typ === 'access' ? 'agent' : claimed?.typ === 'widget_session' ? 'visitor' : 'unknown';
+    const credential = typeof token === 'string' && token.length > 0 ? credentialKind(token) : 'unknown';
+    const kind = KIND_LABEL[credential];
     const refuse = (code: 'unauthorized' | 'forbidden', reason: string) => {
       logger.debug({ requestId, orgId, kind, reason }, 'socket refused');
       next(refusal(code));
     };
     if (typeof token !== 'string' || token.length === 0) return refuse('unauthorized', 'no token');
+    if (credential === 'unknown') return refuse('unauthorized', 'not an access or widget_session token');
     const origin = socket.handshake.headers.origin;
     try {
-      if (isKey) {
-        // An organization API key opens an agent socket as its bot; it needs at least conversations:read.
-        const actor = await deps.actors.fromAccessToken(token);
-        if (actor.orgId !== orgId) return refuse('forbidden', 'the key is for another organization');
-        if (!hasScope(actor.apiKey?.scopes ?? [], 'conversations', 'read')) return refuse('forbidden', 'the key lacks conversations:read');
+      // The same resolver as REST; an agent socket is for reading the organization's conversations, so it needs
+      // what a REST read of them needs (a key: conversations:read; a person: an accepted membership).
+      const actor = await deps.actors.fromToken(token);
+      if (actor.kind === 'operator') {
+        if (actor.orgId !== orgId) return refuse('forbidden', `the ${actor.apiKey ? 'key' : 'token'} is for another organization`);
+        authorize(actor, deps.policies.conversation.read, actor.membership);
+        if (!actor.apiKey && !operatorOriginAllowed(origin)) return refuse('forbidden', 'origin not in CORS_ORIGINS');
         socket.data = { orgId, operator: actor };
-        logger.debug({ requestId, orgId, kind, apiKeyId: actor.apiKey?.id, socketId: socket.id }, 'socket connected');
+        logger.debug({ requestId, orgId, kind, ...(actor.apiKey ? { apiKeyId: actor.apiKey.id } : { userId: actor.userId }), socketId: socket.id }, 'socket connected');
         return next();
       }
-      if (claimed?.typ === 'access') {
-        const actor = await deps.actors.fromAccessToken(token);
-        if (actor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
-        if (!actor.membership || actor.membership.status !== 'accepted') return refuse('forbidden', 'no accepted membership');
-        if (!operatorOriginAllowed(origin)) return refuse('forbidden', 'origin not in CORS_ORIGINS');
-        socket.data = { orgId, operator: actor };
-        logger.debug({ requestId, orgId, kind, userId: actor.userId, socketId: socket.id }, 'socket connected');
-        return next();
-      }
-      if (claimed?.typ === 'widget_session') {
-        const visitor = await deps.widget.visitorFromToken(token);
-        if (visitor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
-        const secFetchSite = socket.handshake.headers['sec-fetch-site'];
-        const from = requestOrigin({ origin, host: socket.handshake.headers.host, secFetchSite: typeof secFetchSite === 'string' ? secFetchSite : undefined });
-        if (!deps.widget.originAllowed(visitor, from)) return refuse('forbidden', "origin not in the widget's allowedOrigins");
-        socket.data = { orgId, visitor };
-        logger.debug({ requestId, orgId, kind, sessionId: visitor.sessionId, socketId: socket.id }, 'socket connected');
-        return next();
-      }
-      return refuse('unauthorized', 'not an access or widget_session token');
+      if (actor.orgId !== orgId) return refuse('forbidden', 'the token is for another organization');
+      const secFetchSite = socket.handshake.headers['sec-fetch-site'];
+      const from = requestOrigin({ origin, host: socket.handshake.headers.host, secFetchSite: typeof secFetchSite === 'string' ? secFetchSite : undefined });
+      if (!deps.widget.originAllowed(actor, from)) return refuse('forbidden', "origin not in the widget's allowedOrigins");
+      socket.data = { orgId, visitor: actor };
+      logger.debug({ requestId, orgId, kind, sessionId: actor.sessionId, socketId: socket.id }, 'socket connected');
+      return next();
     } catch (err) {
       if (err instanceof AppError && err.status === 401) return refuse('unauthorized', err.message);
       if (err instanceof AppError && err.status === 403) return refuse('forbidden', err.message);
@@ -164,11 +156,12 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
 
 /** Disconnects agent sockets whose session ended or whose membership is no longer accepted. */
 async function recheckOperators(sockets: AppSocket[], deps: RealtimeDeps): Promise<void> {
+  // This instance's sockets span organizations; each row is matched back to its socket by its own organization.
   // Key sockets (bots) have no session or membership row: their key is re-checked instead.
   const bots = sockets.filter((s) => s.data.operator?.apiKey);
   if (bots.length > 0) {
     const keyIds = [...new Set(bots.map((s) => s.data.operator!.apiKey!.id))];
-    const live = new Set((await deps.models.ApiKey.query().select('id').whereIn('id', keyIds).whereNull('revokedAt')).map((k) => k.id));
+    const live = new Set((await deps.models.ApiKey.acrossOrgs().select('id').whereIn('id', keyIds).whereNull('revokedAt')).map((k) => k.id));
     for (const socket of bots) if (!live.has(socket.data.operator!.apiKey!.id)) socket.disconnect(true);
   }
   const operators = sockets.filter((s) => s.data.operator && !s.data.operator.apiKey);
@@ -177,7 +170,7 @@ async function recheckOperators(sockets: AppSocket[], deps: RealtimeDeps): Promi
   const pairs = [...new Set(operators.map((s) => `${s.data.orgId}:${s.data.operator!.userId}`))].map((p) => p.split(':') as [string, string]);
   const [ended, members] = await Promise.all([
     deps.models.AuthSession.query().select('id').whereIn('id', sessionIds).where((q) => q.whereNotNull('revokedAt').orWhere('expiresAt', '<=', new Date())),
-    deps.models.Membership.query().select('organizationId', 'userId').whereIn(['organizationId', 'userId'], pairs).where('status', 'accepted'),
+    deps.models.Membership.acrossOrgs().select('organizationId', 'userId').whereIn(['organizationId', 'userId'], pairs).where('status', 'accepted'),
   ]);
   const endedSessions = new Set(ended.map((s) => s.id));
   const active = new Set(members.map((m) => `${m.organizationId}:${m.userId}`));

@@ -1,7 +1,7 @@
 // The "still an active member?" check of agent socket events, shared by every socket of a user on this instance.
 import type { Models } from '../db/index.js';
 import type { Membership } from '../db/models/Membership.js';
-import { Forbidden } from '../server/errors.js';
+import { assertActiveMember } from '../server/policies/index.js';
 import type { DomainEventBus } from '../server/events.js';
 
 /**
@@ -36,7 +36,7 @@ export class MembershipCheck {
       pending = loading;
     }
     const membership = await pending;
-    if (!membership || membership.status !== 'accepted') throw new Forbidden('Your membership is not active');
+    assertActiveMember(membership, 'Your membership is not active');
     return membership;
   }
 

@@ -1,12 +1,11 @@
 // Agent socket events. The membership is reloaded for privileged events, so a role change or suspension applies at once.
-import type { Membership } from '../db/models/Membership.js';
 import { presentMessage } from '../server/presenters/conversation.js';
 import { on } from './ack.js';
 import type { AgentStatus, ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
 import type { AppSocket, RealtimeDeps } from './types.js';
 import { rooms } from './rooms.js';
 import { Forbidden } from '../server/errors.js';
-import { hasScope } from '../server/services/apiKeys/index.js';
+import { authorize, type Rule } from '../server/policies/index.js';
 import * as schemas from './schemas.js';
 
 export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
@@ -17,10 +16,11 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
   socket.join([rooms.agents, rooms.user(actor.userId), rooms.session(actor.sessionId)]);
 
   const bot = actor.apiKey;
-  // A key's socket is cut by revocation on every instance; between events only its scopes need checking.
-  const activeMembership = (level: 'read' | 'write' = 'read'): Promise<Membership | null> => {
-    if (!bot) return deps.membershipCheck.active(orgId, actor.userId);
-    return hasScope(bot.scopes, 'conversations', level) ? Promise.resolve(null) : Promise.reject(new Forbidden(`This API key needs the conversations:${level} scope`));
+  const rules = deps.policies.conversation;
+  // The REST routes' rules: a person by the membership reloaded now (shared for a moment by the agent's events), a
+  // key by its scopes (its socket is cut by revocation on every instance).
+  const allow = async (rule: Rule): Promise<void> => {
+    authorize(actor, rule, bot ? null : await deps.membershipCheck.active(orgId, actor.userId));
   };
 
   // Bots are not agents on duty: they never count as online, so routing never assigns them conversations.
@@ -42,13 +42,13 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
   });
 
   on<SendMessagePayload>(socket, log, 'send_message', schemas.agentSendMessage, async (p) => {
-    await activeMembership('write');
+    await allow(rules.reply);
     const { message } = await deps.messages.send({ type: 'agent', orgId, userId: actor.userId }, p);
     return { message: presentMessage(message) };
   });
 
   on<ConversationRef>(socket, log, 'request_assist', schemas.conversationRef, async (p) => {
-    await activeMembership();
+    await allow(rules.read);
     if (!deps.assist) return { conversationId: p.conversationId, query: '', passages: [], templates: [], aiPending: false };
     const assist = deps.assist;
     const local = await assist.local(orgId, p.conversationId);
@@ -58,7 +58,7 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
   });
 
   on<ConversationRef>(socket, log, 'join_conversation', schemas.conversationRef, async (p) => {
-    await activeMembership();
+    await allow(rules.read);
     await deps.conversations.agentJoined(orgId, p.conversationId);
     await socket.join(rooms.conversation(p.conversationId));
     return {};
@@ -81,12 +81,12 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
 
   on<{ status: AgentStatus }>(socket, log, 'update_status', schemas.updateStatus, async (p) => {
     if (bot) throw new Forbidden('An API key has no agent status');
-    await activeMembership();
+    await deps.membershipCheck.active(orgId, actor.userId);
     return { status: await deps.agents.setStatus(orgId, actor.userId, p.status) };
   });
 
   on<SyncPayload>(socket, log, 'sync', schemas.sync, async (p) => {
-    await activeMembership();
+    await allow(rules.read);
     await deps.conversations.get(orgId, p.conversationId);
     const messages = await deps.messages.page(orgId, p.conversationId, { afterSeq: p.afterSeq, limit: schemas.SYNC_LIMIT + 1, publicOnly: false });
     return { messages: messages.slice(0, schemas.SYNC_LIMIT).map(presentMessage), hasMore: messages.length > schemas.SYNC_LIMIT };

@@ -2,7 +2,7 @@
 // given): a leaf, so the handlers and the broadcaster never import the module that wires them.
 import type { Namespace, Server, Socket } from 'socket.io';
 import type { Models } from '../db/index.js';
-import type { OperatorActor, ActorResolver } from '../server/auth/actor.js';
+import type { OperatorActor, ActorResolver, VisitorActor } from '../server/auth/actor.js';
 import type { Config } from '../server/config.js';
 import type { DomainEventBus } from '../server/events.js';
 import type { Logger } from '../server/logger.js';
@@ -12,7 +12,8 @@ import type { AgentService } from '../server/services/agents.js';
 import type { ConversationService } from '../server/services/conversations/index.js';
 import type { MessageService } from '../server/services/messages/index.js';
 import type { AssistService } from '../server/services/knowledge/index.js';
-import type { VisitorActor, WidgetService } from '../server/services/widget.js';
+import type { WidgetService } from '../server/services/widget.js';
+import type { Policies } from '../server/policies/index.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
 import type { MembershipCheck } from './membership.js';
 
@@ -32,6 +33,8 @@ export interface RealtimeDeps {
   redis: RedisLink | null;
   events: DomainEventBus;
   actors: ActorResolver;
+  /** The authorization rules, the same ones the REST routes apply. */
+  policies: Policies;
   presence: Presence;
   widget: WidgetService;
   messages: MessageService;

@@ -1,5 +1,6 @@
 // Visitor socket events: a visitor only ever touches their own conversations and only sees public messages.
 import { Forbidden } from '../server/errors.js';
+import { assertVisitorMessage } from '../server/policies/index.js';
 import { presentMessage } from '../server/presenters/conversation.js';
 import { on } from './ack.js';
 import type { ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
@@ -15,6 +16,7 @@ export function attachVisitor(socket: AppSocket, deps: RealtimeDeps): void {
   socket.join(rooms.visitor(visitor.sessionId));
 
   on<Omit<SendMessagePayload, 'private'>>(socket, log, 'send_message', schemas.visitorSendMessage, async (p) => {
+    assertVisitorMessage(p, 'payload');
     const { message } = await deps.messages.send({ type: 'visitor', orgId, sessionId: visitor.sessionId }, p);
     return { message: presentMessage(message) };
   });

@@ -138,7 +138,7 @@ describe('visitor socket events', () => {
       const updatesHeard = collect(agentSocket, 'conversation_updated');
       const tryAgentEvent = async (event: 'update_status' | 'join_conversation' | 'leave_conversation', payload: unknown) => {
         const ack = await request(visitorSocket, event, payload);
-        expect(ack, JSON.stringify(ack)).to.deep.equal({ success: false, error: { code: 'forbidden', message: 'Visitors cannot do this' } });
+        expect(ack, JSON.stringify(ack)).to.deep.equal({ success: false, error: { code: 'forbidden', message: 'Visitors cannot do this', details: [] } });
       };
       await tryAgentEvent('update_status', { status: 'online' });
       await tryAgentEvent('join_conversation', { conversationId });

@@ -1,7 +1,12 @@
-// Resolves who is calling from an access token: the session must be live and the role comes from the membership now.
+// Resolves every caller once into one actor type: an operator (a person, or an organization API key acting as a bot),
+// a widget visitor, or the internal AI service. REST and the socket handshake both ask here.
+import jwt from 'jsonwebtoken';
+import type { Models } from '../../db/index.js';
 import type { Statement, StatementFactory } from '../../db/statements.js';
 import type { Availability, Role, MembershipStatus } from '../../db/models/Membership.js';
-import { Unauthorized } from '../errors.js';
+import type { VisitorSession } from '../../db/models/VisitorSession.js';
+import { ServiceUnavailable, Unauthorized } from '../errors.js';
+import { safeEqual } from './secrets.js';
 import type { AccessClaims, TokenService } from './tokens.js';
 
 export interface OperatorActor {
@@ -17,6 +22,37 @@ export interface OperatorActor {
   tokenExpiresAt: number;
   /** Set when an organization API key is calling: the bot acts with the agent role, narrowed to these scopes. */
   apiKey?: { id: string; scopes: string[] };
+}
+
+/** A widget visitor, by their widget_session token; the session row must still exist. */
+export interface VisitorActor {
+  kind: 'visitor';
+  orgId: string;
+  widgetId: string;
+  sessionId: string;
+  name: string | null;
+  email: string | null;
+  tokenExpiresAt: number;
+  /** The widget's allowed origins, read with the session (the socket handshake checks the page's Origin). */
+  allowedOrigins: string[];
+}
+
+/** The internal AI service, by its shared secret; it names the organization of each call in the call itself. */
+export interface AiServiceActor {
+  kind: 'ai';
+}
+
+export type Actor = OperatorActor | VisitorActor | AiServiceActor;
+
+/** What a bearer credential says it is, read without verifying it: it only picks the verifier (and a log label). */
+export type CredentialKind = 'api_key' | 'access' | 'widget_session' | 'unknown';
+
+const API_KEY_PREFIX = 'sp_live_';
+
+export function credentialKind(token: string): CredentialKind {
+  if (token.startsWith(API_KEY_PREFIX)) return 'api_key';
+  const typ = jwt.decode(token, { json: true })?.typ;
+  return typ === 'access' || typ === 'widget_session' ? typ : 'unknown';
 }
 
 interface ActorRow {
@@ -47,13 +83,59 @@ export class ActorResolver {
     private readonly tokens: TokenService,
     /** Resolves `sp_live_` organization API keys; without it only access tokens are accepted. */
     private readonly apiKeys: { authenticate(token: string): Promise<OperatorActor> } | null = null,
+    /** Visitor sessions live in the database; the AI service's secret is configured (null: its routes answer 503). */
+    private readonly others: { models?: Models; aiToolSecret?: string | null } = {},
   ) {
     this.actorStatement = statement<ActorRow>('resolve_actor', ACTOR_SQL);
   }
 
+  /** Any bearer credential: an access token or API key (operator) or a widget_session token (visitor). */
+  async fromToken(token: string): Promise<OperatorActor | VisitorActor> {
+    const kind = credentialKind(token);
+    if (kind === 'widget_session') return this.visitor(token);
+    if (kind === 'unknown') throw new Unauthorized('The token is invalid or has expired');
+    return this.operator(token);
+  }
+
+  /** An operator: an organization API key, or an access token whose session is live (401 for any other kind). */
+  async operator(token: string): Promise<OperatorActor> {
+    if (this.apiKeys && credentialKind(token) === 'api_key') return this.apiKeys.authenticate(token);
+    return this.fromAccessToken(token);
+  }
+
+  /** A visitor: a widget_session token whose visitor session still exists (401 for any other kind). */
+  async visitor(token: string): Promise<VisitorActor> {
+    const models = this.others.models;
+    if (!models) throw new ServiceUnavailable('Visitors are not served here');
+    const claims = this.tokens.verifyWidget(token);
+    // One query on the connect path: the session and its widget's allowed origins together.
+    const session = (await models.VisitorSession.forOrg(claims.orgId)
+      .join('widgets as w', 'w.id', 'visitor_sessions.widget_id')
+      .findById(claims.sessionId)
+      .select('visitor_sessions.id', 'visitor_sessions.widget_id', 'visitor_sessions.name', 'visitor_sessions.email', 'w.allowed_origins')) as (VisitorSession & { allowedOrigins: string[] | null }) | undefined;
+    if (!session || session.widgetId !== claims.widgetId) throw new Unauthorized('The widget session has ended');
+    return {
+      kind: 'visitor',
+      orgId: claims.orgId,
+      widgetId: claims.widgetId,
+      sessionId: session.id,
+      name: session.name,
+      email: session.email,
+      tokenExpiresAt: claims.exp,
+      allowedOrigins: session.allowedOrigins ?? [],
+    };
+  }
+
+  /** The AI service, by x-ai-tool-secret compared in constant time; 503 when no secret is configured (fail closed). */
+  aiService(given: string): AiServiceActor {
+    const secret = this.others.aiToolSecret;
+    if (!secret) throw new ServiceUnavailable('The internal AI service is not configured on this server');
+    if (!given || !safeEqual(given, secret)) throw new Unauthorized('A valid x-ai-tool-secret header is required');
+    return { kind: 'ai' };
+  }
+
   /** One query: session liveness, the user and the membership of the token's organization. */
-  async fromAccessToken(token: string): Promise<OperatorActor> {
-    if (this.apiKeys && token.startsWith('sp_live_')) return this.apiKeys.authenticate(token);
+  private async fromAccessToken(token: string): Promise<OperatorActor> {
     const claims: AccessClaims = this.tokens.verifyAccess(token);
     const [row] = await this.actorStatement.rows([claims.sid, claims.sub, claims.orgId ?? null]);
     if (!row || row.revokedAt || new Date(row.expiresAt).getTime() <= Date.now()) {

@@ -2,10 +2,11 @@
 import type { Knex } from 'knex';
 import { containsPattern } from '../../db/search.js';
 import type { Models } from '../../db/index.js';
-import { ROLE_RANK, type Membership, type MembershipStatus, type Role } from '../../db/models/Membership.js';
+import { type Membership, type MembershipStatus, type Role } from '../../db/models/Membership.js';
 import type { Organization } from '../../db/models/Organization.js';
 import type { User } from '../../db/models/User.js';
 import type { OperatorActor } from '../auth/actor.js';
+import { assertRole } from '../policies/roles.js';
 import type { PasswordHasher } from '../auth/passwords.js';
 import { generateLinkToken, hashSecret } from '../auth/secrets.js';
 import type { SessionMeta, SessionService, TokenPair } from '../auth/sessions.js';
@@ -51,8 +52,7 @@ export class MembershipService {
   /** The caller's accepted membership in `orgId` with at least `minRole`; 403 otherwise (non-members included). */
   async requireRole(userId: string, orgId: string, minRole: Role): Promise<Membership> {
     const membership = await this.models.Membership.forOrg(orgId).findOne({ userId });
-    if (!membership || membership.status !== 'accepted') throw new Forbidden('You are not a member of this organization');
-    if (ROLE_RANK[membership.role] < ROLE_RANK[minRole]) throw new Forbidden(`This needs the ${minRole} role`);
+    assertRole(membership, minRole, 'You are not a member of this organization');
     return membership;
   }
 
@@ -153,7 +153,7 @@ export class MembershipService {
     // The caller's membership again, under the organization lock: a concurrent change (a demotion, a suspension)
     // must not let a stale role through.
     const by = await this.models.Membership.forOrg(target.organizationId, trx).findById(caller.id);
-    if (!by || by.status !== 'accepted' || ROLE_RANK[by.role] < ROLE_RANK.admin) throw new Forbidden('This needs the admin role');
+    assertRole(by, 'admin', 'This needs the admin role');
     if (target.id === by.id || (target.userId && target.userId === by.userId)) throw new Forbidden('You cannot change your own membership');
     if (target.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can change an owner');
     if (change.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can grant the owner role');

@@ -6,21 +6,12 @@ import type { Conversation } from '../../db/models/Conversation.js';
 import type { Message } from '../../db/models/Message.js';
 import type { VisitorSession } from '../../db/models/VisitorSession.js';
 import type { Widget } from '../../db/models/Widget.js';
+import type { VisitorActor } from '../auth/actor.js';
 import type { TokenService } from '../auth/tokens.js';
-import { Forbidden, NotFound, Unauthorized } from '../errors.js';
+import { Forbidden, NotFound } from '../errors.js';
 import type { MessageService } from './messages/index.js';
 
-export interface VisitorActor {
-  kind: 'visitor';
-  orgId: string;
-  widgetId: string;
-  sessionId: string;
-  name: string | null;
-  email: string | null;
-  tokenExpiresAt: number;
-  /** The widget's allowed origins, read with the session (the socket handshake checks the page's Origin). */
-  allowedOrigins: string[];
-}
+export type { VisitorActor } from '../auth/actor.js';
 
 export interface WidgetConfigInput {
   displayName?: string;
@@ -138,27 +129,6 @@ export class WidgetService {
     }
     const signed = this.deps.tokens.signWidget({ orgId: widget.organizationId, widgetId: widget.id, sessionId: session.id });
     return { token: signed.token, sessionId: session.id, organizationId: widget.organizationId, expiresAt: new Date(signed.expiresAt * 1000).toISOString() };
-  }
-
-  /** Verifies a widget_session token and that its visitor session still exists. */
-  async visitorFromToken(token: string): Promise<VisitorActor> {
-    const claims = this.deps.tokens.verifyWidget(token);
-    // One query on the connect path: the session and its widget's allowed origins together.
-    const session = (await this.models.VisitorSession.forOrg(claims.orgId)
-      .join('widgets as w', 'w.id', 'visitor_sessions.widget_id')
-      .findById(claims.sessionId)
-      .select('visitor_sessions.id', 'visitor_sessions.widget_id', 'visitor_sessions.name', 'visitor_sessions.email', 'w.allowed_origins')) as (VisitorSession & { allowedOrigins: string[] | null }) | undefined;
-    if (!session || session.widgetId !== claims.widgetId) throw new Unauthorized('The widget session has ended');
-    return {
-      kind: 'visitor',
-      orgId: claims.orgId,
-      widgetId: claims.widgetId,
-      sessionId: session.id,
-      name: session.name,
-      email: session.email,
-      tokenExpiresAt: claims.exp,
-      allowedOrigins: session.allowedOrigins ?? [],
-    };
   }
 
   async visitorConversations(visitor: VisitorActor): Promise<Conversation[]> {

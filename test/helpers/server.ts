@@ -5,6 +5,7 @@ import path from 'node:path';
 import { loadConfig } from '../../server/config.js';
 import { createServer, type AppServer } from '../../server/server.js';
 import type { Logger } from '../../server/logger.js';
+import type { PolicyOverrides } from '../../server/policies/index.js';
 
 /** Fixed test secrets, so tests can forge tokens with the right and the wrong secret. */
 export const TEST_SECRETS = {
@@ -24,7 +25,7 @@ export interface TestServer {
  * A server on an ephemeral loopback port. Embedded runs get their own data directory (PGlite allows one
  * process per directory); with DATABASE_URL every server shares that database, as instances do in production.
  */
-export async function startTestServer(overrides: Record<string, string | undefined> = {}, opts: { logger?: Logger } = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Record<string, string | undefined> = {}, opts: { logger?: Logger; policies?: PolicyOverrides } = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'support-test-'));
   const env: Record<string, string | undefined> = {
     NODE_ENV: 'test',

@@ -5,7 +5,7 @@ import type { ClientSocket } from './sockets.js';
 export interface AckBody<T = any> {
   success: boolean;
   data?: T;
-  error?: { code: string; message: string };
+  error?: { code: string; message: string; details: { field?: string; message: string; in?: string }[] };
 }
 
 /** Asserts `{ success: true, data }` and returns `data`. */
@@ -15,11 +15,12 @@ export function ackData(ack: AckBody): any {
   return ack.data;
 }
 
-/** Asserts `{ success: false, error: { code, message } }` with the given code. */
+/** Asserts `{ success: false, error: { code, message, details } }` with the given code. */
 export function expectAckError(ack: AckBody, code: string): void {
   expect(ack.success, JSON.stringify(ack)).to.equal(false);
   expect(ack).to.have.all.keys('success', 'error');
-  expect(ack.error).to.have.all.keys('code', 'message');
+  expect(ack.error).to.have.all.keys('code', 'message', 'details');
+  expect(ack.error!.details).to.be.an('array');
   expect(ack.error!.code, JSON.stringify(ack)).to.equal(code);
   expect(ack.error!.message).to.be.a('string').and.not.equal('');
 }

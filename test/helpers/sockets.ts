@@ -77,7 +77,7 @@ export function collect<E extends keyof ServerToClientEvents>(socket: ClientSock
 }
 
 /** Emits with an acknowledgement and resolves with the ack body. */
-export function request<T = any>(socket: ClientSocket, event: keyof ClientToServerEvents, payload: unknown, timeoutMs = 5000): Promise<{ success: boolean; data?: T; error?: { code: string; message: string } }> {
+export function request<T = any>(socket: ClientSocket, event: keyof ClientToServerEvents, payload: unknown, timeoutMs = 5000): Promise<{ success: boolean; data?: T; error?: { code: string; message: string; details: { field?: string; message: string; in?: string }[] } }> {
   return (socket.timeout(timeoutMs) as any).emitWithAck(event, payload);
 }
 

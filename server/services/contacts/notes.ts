@@ -2,7 +2,7 @@
 import type { Knex } from 'knex';
 import type { Models } from '../../../db/index.js';
 import type { Role } from '../../../db/models/Membership.js';
-import { ROLE_RANK } from '../../../db/models/Membership.js';
+import { atLeast } from '../../policies/roles.js';
 import type { ContactNote, ContactNoteSource } from '../../../db/models/ContactNote.js';
 import { Forbidden, NotFound } from '../../errors.js';
 import type { ContactService } from './service.js';
@@ -60,7 +60,7 @@ export class ContactNotes {
   /** The note policy, in one place: its author, or an admin (notes of the AI service or a channel: admins only). */
   private async editable(orgId: string, contactId: string, noteId: string, by: NoteAuthor): Promise<ContactNote> {
     const note = await this.get(orgId, contactId, noteId);
-    if (note.authorId !== by.userId && ROLE_RANK[by.role] < ROLE_RANK.admin) throw new Forbidden('Only the author or an admin may change this note');
+    if (note.authorId !== by.userId && !atLeast(by.role, 'admin')) throw new Forbidden('Only the author or an admin may change this note');
     return note;
   }
 }

@@ -5,7 +5,7 @@ import type { Models } from '../../../db/index.js';
 import { rowFromJson, type Statement, type StatementFactory } from '../../../db/statements.js';
 import type { Contact } from '../../../db/models/Contact.js';
 import type { ContactService } from '../contacts/index.js';
-import type { Conversation, ConversationStatus } from '../../../db/models/Conversation.js';
+import type { Conversation, ConversationStatus, Priority } from '../../../db/models/Conversation.js';
 import type { Message } from '../../../db/models/Message.js';
 import type { DomainEventBus } from '../../events.js';
 import { InvalidTransition, NotFound } from '../../errors.js';
@@ -130,6 +130,25 @@ export class ConversationService {
       return { conversation: updated, changed: true };
     });
     if (changed) this.deps.events.publish('conversation.updated', { conversation, statusChanged: true });
+    return conversation;
+  }
+
+  /** Priority and tags (tags lowercased, trimmed, once each); only a real change is written and announced. */
+  async update(orgId: string, conversationId: string, input: { priority?: Priority; tags?: string[] }): Promise<Conversation> {
+    const { conversation, changes } = await this.deps.knex.transaction(async (trx) => {
+      const current = await this.models.Conversation.forOrg(orgId, trx).findById(conversationId).forNoKeyUpdate();
+      if (!current) throw new NotFound('Conversation');
+      const patch: Partial<Conversation> = {};
+      if (input.priority !== undefined && input.priority !== current.priority) patch.priority = input.priority;
+      const tags = input.tags && [...new Set(input.tags.map((t) => t.trim().toLowerCase()))];
+      if (tags && JSON.stringify(tags) !== JSON.stringify(current.tags ?? [])) patch.tags = tags;
+      const changes = Object.keys(patch);
+      if (changes.length === 0) return { conversation: current, changes };
+      const updated = await this.models.Conversation.forOrg(orgId, trx).patchAndFetchById(current.id, patch);
+      await this.outbox?.record(trx, orgId, 'conversation.updated', () => ({ conversation: presentConversation(updated), changes }));
+      return { conversation: updated, changes };
+    });
+    if (changes.length > 0) this.deps.events.publish('conversation.updated', { conversation });
     return conversation;
   }
 
