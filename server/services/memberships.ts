@@ -113,7 +113,7 @@ export class MembershipService {
       if (existing) throw new Conflict('This email is already a member or invited');
       await this.requireSeat(organization, trx);
       const now = new Date();
-      const membership = await this.models.Membership.query(trx).insertAndFetch({
+      const membership = await this.models.Membership.forOrg(orgId, trx).insertAndFetch({
         organizationId: orgId,
         email,
         name: input.name?.trim() || null,
@@ -135,7 +135,7 @@ export class MembershipService {
     const member = await this.getMember(orgId, memberId);
     if (member.status !== 'pending') throw new Conflict('This invitation was already accepted');
     const token = generateLinkToken();
-    const membership = await this.models.Membership.query().patchAndFetchById(member.id, {
+    const membership = await this.models.Membership.forOrg(orgId).patchAndFetchById(member.id, {
       inviteTokenHash: hashSecret(this.deps.tokenHashKey, token),
       inviteExpiresAt: new Date(Date.now() + INVITE_TTL_SECONDS * 1000),
       invitedAt: new Date(),
@@ -168,7 +168,7 @@ export class MembershipService {
       await this.lockOrganization(orgId, trx);
       const target = await this.getMember(orgId, memberId, trx);
       await this.guard(by, target, { role, leavesOwnerRole: role !== 'owner' }, trx);
-      return this.models.Membership.query(trx).patchAndFetchById(target.id, { role });
+      return this.models.Membership.forOrg(target.organizationId, trx).patchAndFetchById(target.id, { role });
     });
     this.publishChange(updated, false);
     return updated;
@@ -183,7 +183,7 @@ export class MembershipService {
       await this.guard(by, target, { leavesOwnerRole: status === 'suspended' }, trx);
       // A suspended member holds no seat; coming back takes one, within the plan's limit.
       if (status === 'active' && target.status === 'suspended') await this.requireSeat(organization, trx);
-      return this.models.Membership.query(trx).patchAndFetchById(target.id, { status: status === 'active' ? 'accepted' : 'suspended' });
+      return this.models.Membership.forOrg(target.organizationId, trx).patchAndFetchById(target.id, { status: status === 'active' ? 'accepted' : 'suspended' });
     });
     this.publishChange(updated, false);
     return updated;
@@ -194,7 +194,7 @@ export class MembershipService {
       await this.lockOrganization(orgId, trx);
       const target = await this.getMember(orgId, memberId, trx);
       await this.guard(by, target, { leavesOwnerRole: true }, trx);
-      await this.models.Membership.query(trx).deleteById(target.id);
+      await this.models.Membership.forOrg(target.organizationId, trx).deleteById(target.id);
       return target;
     });
     this.publishChange(removed, true);
@@ -205,7 +205,8 @@ export class MembershipService {
   }
 
   private async findInvite(token: string, trx?: Knex.Transaction): Promise<{ membership: Membership; organization: Organization }> {
-    const membership = await this.models.Membership.query(trx).findOne({ inviteTokenHash: hashSecret(this.deps.tokenHashKey, token) });
+    // The invitation link's token is what names the organization: it is looked up across all of them.
+    const membership = await this.models.Membership.acrossOrgs(trx).findOne({ inviteTokenHash: hashSecret(this.deps.tokenHashKey, token) });
     if (!membership) throw new NotFound('Invitation');
     if (membership.status !== 'pending') throw new Gone('This invitation was already used');
     if (!membership.inviteExpiresAt || membership.inviteExpiresAt.getTime() <= Date.now()) throw new Gone('This invitation has expired');
@@ -253,7 +254,7 @@ export class MembershipService {
         existing ??
         (await this.models.User.query(trx).insertAndFetch({ email: membership.email, name: input.name!.trim(), passwordHash: passwordHash!, emailVerifiedAt: new Date() }));
       // Conditional on still pending: one invitation link is accepted once, however many requests race.
-      const accepted = await this.models.Membership.query(trx)
+      const accepted = await this.models.Membership.forOrg(membership.organizationId, trx)
         .patch({ status: 'accepted', userId: user.id, activatedAt: new Date() })
         .where({ id: membership.id, status: 'pending' });
       if (accepted === 0) throw new Gone('This invitation was already used');

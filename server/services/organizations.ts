@@ -79,7 +79,7 @@ export class OrganizationService {
       settings: {},
     });
     const now = new Date();
-    await this.models.Membership.query(trx).insert({
+    await this.models.Membership.forOrg(organization.id, trx).insert({
       organizationId: organization.id,
       userId: owner.id,
       email: owner.email,

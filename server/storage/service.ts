@@ -69,7 +69,7 @@ export class StorageService {
       await this.requireSpace(uploader.orgId, input.sizeBytes, t);
       const id = randomUUID();
       const fileName = safeFileName(input.fileName);
-      return this.deps.models.StorageObject.query(t).insertAndFetch({
+      return this.deps.models.StorageObject.forOrg(uploader.orgId, t).insertAndFetch({
         id,
         organizationId: uploader.orgId,
         key: `org/${uploader.orgId}/${input.purpose}/${id}/${fileName}`,
@@ -135,7 +135,7 @@ export class StorageService {
       await this.remove(object);
       throw new ValidationFailed(problem, [{ field: 'objectId', message: 'the upload did not match its declaration and was deleted' }]);
     }
-    return this.deps.models.StorageObject.query().patchAndFetchById(object.id, { status: 'uploaded', sizeBytes: head.sizeBytes, uploadedAt: new Date() });
+    return this.deps.models.StorageObject.forOrg(object.organizationId).patchAndFetchById(object.id, { status: 'uploaded', sizeBytes: head.sizeBytes, uploadedAt: new Date() });
   }
 
   /** A signed download URL for an uploaded object. */
@@ -168,14 +168,15 @@ export class StorageService {
 
   /** Removes the row, then the bytes (a failure there leaves an orphan file, never a row without one). */
   async remove(object: StorageObject): Promise<void> {
-    await this.deps.models.StorageObject.query().deleteById(object.id);
+    await this.deps.models.StorageObject.forOrg(object.organizationId).deleteById(object.id);
     await this.deps.driver.delete(object.key).catch(() => undefined);
   }
 
   /** Deletes up to `batch` uploads left pending past their time (unless something refers to them); returns how many. */
   async sweepPending(olderThanHours = PENDING_TTL_HOURS, batch = 500): Promise<number> {
     const cutoff = new Date(Date.now() - olderThanHours * 3_600_000);
-    const stale = await this.deps.models.StorageObject.query().where('status', 'pending').where('createdAt', '<', cutoff).orderBy('createdAt').limit(batch);
+    // The sweep works for every organization at once.
+    const stale = await this.deps.models.StorageObject.acrossOrgs().where('status', 'pending').where('createdAt', '<', cutoff).orderBy('createdAt').limit(batch);
     let removed = 0;
     for (const object of stale) {
       if (await this.isReferenced(object.id)) continue;
@@ -195,7 +196,8 @@ export class StorageService {
   /** An object named by a signed local URL (the signature stands in for the organization). */
   private async signedObject(method: 'PUT' | 'GET', objectId: string, expires: number, signature: string): Promise<StorageObject> {
     if (!this.local().verify(method, objectId, expires, signature)) throw new Forbidden('The link is invalid or has expired');
-    const object = await this.deps.models.StorageObject.query().findById(objectId);
+    // The signature names the object, whichever organization holds it.
+    const object = await this.deps.models.StorageObject.acrossOrgs().findById(objectId);
     if (!object) throw new NotFound('File');
     return object;
   }
@@ -238,7 +240,8 @@ export class StorageService {
 
   /** Avatars and logos without a signature: the bytes (local) or a fresh signed URL to redirect to (S3). */
   async publicFile(objectId: string): Promise<{ object: StorageObject; body: Readable } | { object: StorageObject; redirect: string }> {
-    const object = await this.deps.models.StorageObject.query().findById(objectId);
+    // Avatars and logos are public by design: the id alone names them, in any organization.
+    const object = await this.deps.models.StorageObject.acrossOrgs().findById(objectId);
     if (!object || object.status !== 'uploaded' || !PURPOSE_RULES[object.purpose].public) throw new NotFound('File');
     if (this.deps.driver instanceof LocalDriver) return { object, body: await this.deps.driver.stream(object.key) };
     return { object, redirect: (await this.downloadUrl(object, 3600)).url };
