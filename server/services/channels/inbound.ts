@@ -87,7 +87,7 @@ export class ChannelInbound {
   async whatsappHandshake(channelId: string, mode: string | undefined, verifyToken: string | undefined, challenge: string | undefined): Promise<string> {
     const channel = await this.channel(channelId, 'whatsapp');
     if (mode !== 'subscribe' || !verifyToken || !safeEqualText(verifyToken, this.deps.provisioning.secretsOf<WhatsAppSecrets>(channel).verifyToken)) throw new Forbidden('The verify token is wrong');
-    if (channel.status !== 'active') await this.deps.provisioning.setStatus(channel.id, 'active');
+    if (channel.status !== 'active') await this.deps.provisioning.setStatus(channel, 'active');
     return challenge ?? '';
   }
 

@@ -64,7 +64,7 @@ export class ChannelService {
   constructor(private readonly deps: ChannelDeps) {
     const { knex, jobs, settings } = deps;
     const sealer = new SecretSealer(settings.encryptionKey);
-    this.provisioning = new ChannelProvisioning({ knex, sealer, organizations: deps.organizations, urls: { publicUrl: deps.publicUrl, inboundEmailDomain: settings.inboundEmailDomain, telegramApiUrl: settings.telegramApiUrl } });
+    this.provisioning = new ChannelProvisioning({ knex, sealer, organizations: deps.organizations, urls: { publicUrl: deps.publicUrl, inboundEmailDomain: settings.inboundEmailDomain, telegramApiUrl: settings.telegramApiUrl }, events: deps.events });
     this.inbound = new ChannelInbound({ knex, jobs, provisioning: this.provisioning, perChannelPerMinute: deps.inboundPerMinute ?? 600 });
     this.emailSender = new EmailSender(deps.smtpUrl);
     this.deliveries = new ChannelDeliveries({

@@ -2,10 +2,12 @@
 // limit, and the provider handshakes (Telegram's getMe + setWebhook) that make a channel usable.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { DomainEventBus } from '../../events.js';
 import { NotFound, PlanLimitReached, ValidationFailed } from '../../errors.js';
 import type { OrganizationService } from '../organizations.js';
 import { withinLimit } from '../plans.js';
 import type { SecretSealer } from './crypto.js';
+import { presentChannel } from '../../presenters/channel.js';
 import { TelegramApi } from './providers/telegram.js';
 import type { ChannelRow, ChannelSecrets, ChannelStatus, ChannelType, EmailSecrets, TelegramSecrets, WhatsAppSecrets } from './types.js';
 
@@ -32,7 +34,7 @@ export interface VerifyCheck {
 const randomSecret = () => randomBytes(32).toString('base64url');
 
 export class ChannelProvisioning {
-  constructor(private readonly deps: { knex: Knex; sealer: SecretSealer; organizations: OrganizationService; urls: ChannelUrls }) {}
+  constructor(private readonly deps: { knex: Knex; sealer: SecretSealer; organizations: OrganizationService; urls: ChannelUrls; events: DomainEventBus }) {}
 
   inboundUrl(channel: Pick<ChannelRow, 'id' | 'type'>): string {
     return `${this.deps.urls.publicUrl}/api/v1/channels/${channel.type}/inbound/${channel.id}`;
@@ -113,6 +115,7 @@ export class ChannelProvisioning {
       change.secrets = this.deps.sealer.seal({ ...this.secretsOf(channel), ...Object.fromEntries(given) });
     }
     const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update(change, '*')) as ChannelRow[];
+    this.announceStatus(channel.status, row!);
     return row!;
   }
 
@@ -148,11 +151,25 @@ export class ChannelProvisioning {
     const status: ChannelStatus = !channel.enabled ? 'disabled' : checks.every((c) => c.ok) ? 'active' : channel.type === 'whatsapp' && readable ? 'pending' : 'failed';
     const failed = checks.find((c) => !c.ok);
     const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update({ status, lastError: failed && status === 'failed' ? `check failed: ${failed.name}` : null, updatedAt: new Date() }, '*')) as ChannelRow[];
+    this.announceStatus(channel.status, row!);
     return { status, checks, channel: row! };
   }
 
-  async setStatus(channelId: string, status: ChannelStatus, lastError: string | null = null): Promise<void> {
-    await this.deps.knex('channels').where({ id: channelId }).update({ status, lastError, updatedAt: new Date() });
+  async setStatus(channel: ChannelRow, status: ChannelStatus, lastError: string | null = null): Promise<void> {
+    const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update({ status, lastError, updatedAt: new Date() }, '*')) as ChannelRow[];
+    if (row) this.announceStatus(channel.status, row);
+  }
+
+  /** Agents hear `channel_status_changed` when a write moved the status (secrets masked, as GET shows them). */
+  private announceStatus(previousStatus: ChannelStatus, row: ChannelRow): void {
+    if (row.status === previousStatus) return;
+    let secrets: ChannelSecrets | null = null;
+    try {
+      secrets = this.secretsOf(row);
+    } catch {
+      secrets = null;
+    }
+    this.deps.events.publish('channel.status_changed', { organizationId: row.organizationId, previousStatus, channel: presentChannel(row, secrets, { webhookUrl: this.inboundUrl(row), ...(row.type === 'email' ? { smtpAddress: this.smtpAddress(row) } : {}) }) });
   }
 
   private async assertRoom(orgId: string): Promise<void> {
