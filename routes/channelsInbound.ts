@@ -34,7 +34,7 @@ export function channelInboundRoutes(s: RouteServices): AnyRoute[] {
     defineRoute<Record<string, never>, Record<string, never>, Id>({
       method: 'post', path: '/channels/email/inbound/:channelId', operationId: 'receiveInboundEmail', tag, auth: provider, rawBody: true, scope: null,
       summary: 'Inbound mail, signed: `X-Inbound-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>`',
-      description: 'The body is the MIME message (message/rfc822 or text/plain), or JSON `{from, to, subject, text, html, messageId, inReplyTo, references}`; at most 25 MiB. A signature that is wrong or more than 5 minutes off answers 401 and stores nothing; an unknown or disabled channel 404; too many calls for one channel 429.',
+      description: 'The body is the MIME message (message/rfc822 or text/plain), or JSON `{from, to, subject, text, html, messageId, inReplyTo, references, attachments: [{fileName, mimeType, content (base64)}]}`; at most 25 MiB. Attachments are stored as `channel_media` files and shown on the message. A signature that is wrong or more than 5 minutes off answers 401 and stores nothing; an unknown or disabled channel 404; too many calls for one channel 429.',
       params: params('channelId'),
       response: stored,
       errors: [400, 401, 404, 413, 429],

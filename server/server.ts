@@ -126,7 +126,7 @@ export function createServer(config: Config, opts: { logger?: Logger } = {}): Ap
   const email = new EmailIdentityService({ knex: db.knex, mailFrom: config.mailFrom });
   const emailSend = new EmailSendService({ models: db.models, knex: db.knex, mailer, otp, keys: tickets.core.deps.keys, identity: email, contacts });
   const channels = new ChannelService({
-    knex: db.knex, jobs, events, logger, organizations, contacts, messages, tickets, notifications, email, settings: config.channels,
+    knex: db.knex, jobs, events, logger, organizations, contacts, messages, tickets, notifications, email, storage, settings: config.channels,
     publicUrl: config.publicUrl, smtpUrl: config.smtpUrl, mailFrom: config.mailFrom, host: config.host,
   });
   const analytics = new AnalyticsService({ knex: db.knex, onRollupError: (err) => logger.warn({ err }, 'rolling up message counts failed') });

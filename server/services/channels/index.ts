@@ -9,10 +9,12 @@ import type { EmailIdentityService } from '../email/index.js';
 import type { MessageService } from '../messages.js';
 import type { NotificationService } from '../notifications.js';
 import type { OrganizationService } from '../organizations.js';
+import type { StorageService } from '../../storage/index.js';
 import type { TicketService } from '../tickets/index.js';
 import { SecretSealer } from './crypto.js';
 import { ChannelInbound, INBOUND_QUEUE, type InboundJob } from './inbound.js';
 import { ChannelDeliveries, DELIVERY_QUEUE, DELIVERY_RETRY_SECONDS, type DeliveryJob } from './outbound.js';
+import { InboundMediaStore } from './media.js';
 import { InboundProcessor } from './process.js';
 import { EmailSender } from './providers/email.js';
 import { ChannelProvisioning } from './provisioning.js';
@@ -43,6 +45,8 @@ export interface ChannelDeps {
   tickets: TicketService;
   notifications: NotificationService;
   email: EmailIdentityService;
+  /** Where inbound attachments and media are kept. */
+  storage: StorageService;
   settings: ChannelSettings;
   publicUrl: string;
   smtpUrl: string | null;
@@ -71,7 +75,8 @@ export class ChannelService {
       knex, jobs, events: deps.events, notifications: deps.notifications, provisioning: this.provisioning, email: deps.email, emailSender: this.emailSender,
       mailFrom: deps.mailFrom, whatsappGraphUrl: settings.whatsappGraphUrl, telegramApiUrl: settings.telegramApiUrl, logger: deps.logger,
     });
-    const processor = new InboundProcessor({ knex, events: deps.events, contacts: deps.contacts, messages: deps.messages, tickets: deps.tickets, deliveries: this.deliveries });
+    const media = new InboundMediaStore({ storage: deps.storage, provisioning: this.provisioning, whatsappGraphUrl: settings.whatsappGraphUrl, telegramApiUrl: settings.telegramApiUrl });
+    const processor = new InboundProcessor({ knex, events: deps.events, contacts: deps.contacts, messages: deps.messages, tickets: deps.tickets, deliveries: this.deliveries, media });
     this.smtpIn = new SmtpInbound({ inbound: this.inbound, domain: settings.inboundEmailDomain, logger: deps.logger });
     jobs.define<InboundJob>({ queue: INBOUND_QUEUE, handle: (job) => processor.handle(job), retryDelaysSeconds: [5, 30, 120, 600, 3600] });
     jobs.define<DeliveryJob>({ queue: DELIVERY_QUEUE, handle: (job) => this.deliveries.handle(job), retryDelaysSeconds: DELIVERY_RETRY_SECONDS });

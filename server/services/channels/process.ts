@@ -13,11 +13,12 @@ import { receiveTicketMail } from '../tickets/inbound.js';
 import type { InboundJob } from './inbound.js';
 import type { ChannelRow, InboundEventRow, InboundMessage, InboundStatus } from './types.js';
 import type { DeliveryUpdates } from './outbound.js';
+import type { InboundMediaStore } from './media.js';
 
 const SUBJECT_NUMBER = /\[#(\d{1,9})\]/;
 
 export class InboundProcessor {
-  constructor(private readonly deps: { knex: Knex; events: DomainEventBus; contacts: ContactService; messages: MessageService; tickets: TicketService; deliveries: DeliveryUpdates }) {}
+  constructor(private readonly deps: { knex: Knex; events: DomainEventBus; contacts: ContactService; messages: MessageService; tickets: TicketService; deliveries: DeliveryUpdates; media: InboundMediaStore }) {}
 
   async handle(job: Job<InboundJob>): Promise<void> {
     const event = (await this.deps.knex('inbound_events').where({ id: job.payload.eventId }).first()) as InboundEventRow | undefined;
@@ -70,10 +71,13 @@ export class InboundProcessor {
       }, '*')) as Conversation[];
       started = true;
     }
-    const content = channel.type === 'email' && mail.subject && started ? `${mail.subject}\n\n${mail.text}` : mail.text;
+    const files = mail.media?.length ? await this.deps.media.store(channel, event.id, mail.media) : null;
+    const text = [mail.text, ...(files?.notes ?? [])].filter(Boolean).join('\n\n');
+    const content = channel.type === 'email' && mail.subject && started ? `${mail.subject}\n\n${text}` : text;
     // The event id as clientMessageId: a job run twice stores the message once.
     const sent = await this.deps.messages.send({ type: 'contact', orgId, contactId }, {
-      conversationId: conversation!.id, content: content.slice(0, 50_000) || '(empty)', clientMessageId: `inbound:${event.id}`,
+      conversationId: conversation!.id, content: content.slice(0, 50_000) || (files?.objectIds.length ? mail.media!.map((m) => m.fileName ?? 'file').join(', ') : '(empty)'), clientMessageId: `inbound:${event.id}`,
+      ...(files?.objectIds.length ? { attachments: files.objectIds, type: files.images ? 'image' as const : 'file' as const } : {}),
       metadata: { channel: channel.type, channelId: channel.id, from: mail.from, ...(mail.subject ? { subject: mail.subject } : {}), ...(mail.messageId ? { providerMessageId: mail.messageId } : {}) },
     });
     if (started && !sent.duplicate) {
