@@ -51,7 +51,7 @@ export interface Config {
   /** The internal AI service's assist endpoint (POST, x-ai-tool-secret); unset: assist answers from local search only. */
   aiAssistUrl: string | null;
   /** Messaging channels: the key channel secrets are sealed with, inbound mail, and the provider APIs (test fakes). */
-  channels: { encryptionKey: Buffer; inboundEmailDomain: string; smtpInPort: number | null; whatsappGraphUrl: string; telegramApiUrl: string };
+  channels: { encryptionKey: Buffer; inboundEmailDomain: string; smtpInPort: number | null; whatsappGraphUrl: string; telegramApiUrl: string; inboundPerMinute: number };
   storage: {
     driver: StorageDriver;
     s3: { endpoint: string | null; region: string; bucket: string | null; accessKeyId: string | null; secretAccessKey: string | null; forcePathStyle: boolean };
@@ -224,6 +224,7 @@ export function loadConfig(env: Env = process.env): Config {
       smtpInPort: str('SMTP_IN_PORT') === null ? null : int('SMTP_IN_PORT', 0, 0, 65535),
       whatsappGraphUrl: channelUrl('WHATSAPP_GRAPH_URL', 'https://graph.facebook.com/v21.0'),
       telegramApiUrl: channelUrl('TELEGRAM_API_URL', 'https://api.telegram.org'),
+      inboundPerMinute: int('CHANNEL_INBOUND_RATE_LIMIT', 600, 1, 10_000_000),
     },
     apiKeyRateLimitPerMinute: int('API_KEY_RATE_LIMIT', 600, 1, 1_000_000),
     metrics: { token: str('METRICS_TOKEN'), port: str('METRICS_PORT') === null ? null : int('METRICS_PORT', 0, 0, 65535) },
