@@ -11,6 +11,7 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 import { connectOk, nextEvent, type ClientSocket } from './helpers/sockets.js';
 import { ok } from './helpers/tickets.js';
 import { download, PDF, PNG } from './helpers/storage.js';
+import type { TelegramSecrets } from '../server/services/channels/index.js';
 import { inboundEvents, postSignedMail, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
 
 /** Serves `files` by path (404 for anything else) and answers Graph media lookups and Telegram getFile. */
@@ -147,7 +148,7 @@ describe('Channels: inbound files', function () {
     expect(setWebhook).to.not.equal(undefined);
     host.files.set('/file/botmedia-token/photos/file_1.jpg', { type: 'image/jpeg', bytes: Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.alloc(60, 1)]) });
     const row = await test.server.db.knex('channels').where({ id: channel.id }).first();
-    const { webhookSecret } = test.server.services.channels.provisioning.secretsOf<{ webhookSecret: string }>(row);
+    const { webhookSecret } = test.server.services.channels.provisioning.secretsOf<TelegramSecrets>(row);
     const update = { update_id: 777, message: { message_id: 777, chat: { id: 42 }, from: { id: 42, first_name: 'Tim' }, photo: [{ file_id: 'small' }, { file_id: 'large' }] } };
     ok(await owner.api.post(`/channels/telegram/inbound/${channel.id}`, update, { headers: { 'x-telegram-bot-api-secret-token': webhookSecret } }), 200);
     await quiesce(test.server);

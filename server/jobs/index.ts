@@ -106,6 +106,24 @@ export class JobQueue {
     return { id };
   }
 
+  /**
+   * Inserts `rows` into `table` (a row that conflicts on `conflict` is skipped) and, in the same statement, a job of
+   * `queue` for each row actually inserted, its payload `{ [idKey]: id }`: rows and jobs commit together in one round
+   * trip, for callers that answer only after both are stored (provider webhooks). Answers the inserted ids.
+   */
+  async insertWithJobs(table: string, rows: Record<string, unknown>[], conflict: string[], queue: string, idKey: string): Promise<string[]> {
+    if (!this.queues.has(queue)) throw new Error(`queue ${queue} is not defined`);
+    if (rows.length === 0) return [];
+    const insert = this.knex(table).insert(rows).onConflict(conflict).ignore().returning(['id', 'organizationId']).toSQL();
+    const result = await this.knex.raw(
+      `with inserted as (${insert.sql}) insert into jobs (queue, payload, organization_id) select ?, jsonb_build_object(?::text, inserted.id), inserted.organization_id from inserted returning payload->>? as "rowId"`,
+      [...insert.bindings, queue, idKey, idKey],
+    );
+    const ids = ((result.rows ?? result) as { rowId: string }[]).map((r) => r.rowId);
+    if (ids.length) this.poll(queue);
+    return ids;
+  }
+
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;

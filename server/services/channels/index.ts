@@ -32,6 +32,8 @@ export interface ChannelSettings {
   smtpInPort: number | null;
   whatsappGraphUrl: string;
   telegramApiUrl: string;
+  /** Inbound webhook calls one channel may take per minute on one instance. */
+  inboundPerMinute: number;
 }
 
 export interface ChannelDeps {
@@ -52,8 +54,6 @@ export interface ChannelDeps {
   smtpUrl: string | null;
   mailFrom: string;
   host: string;
-  /** Inbound webhook calls one channel may take per minute on one instance. */
-  inboundPerMinute?: number;
 }
 
 export class ChannelService {
@@ -69,7 +69,7 @@ export class ChannelService {
     const { knex, jobs, settings } = deps;
     const sealer = new SecretSealer(settings.encryptionKey);
     this.provisioning = new ChannelProvisioning({ knex, sealer, organizations: deps.organizations, urls: { publicUrl: deps.publicUrl, inboundEmailDomain: settings.inboundEmailDomain, telegramApiUrl: settings.telegramApiUrl }, events: deps.events });
-    this.inbound = new ChannelInbound({ knex, jobs, provisioning: this.provisioning, perChannelPerMinute: deps.inboundPerMinute ?? 600 });
+    this.inbound = new ChannelInbound({ knex, jobs, provisioning: this.provisioning, perChannelPerMinute: settings.inboundPerMinute });
     this.emailSender = new EmailSender(deps.smtpUrl);
     this.deliveries = new ChannelDeliveries({
       knex, jobs, events: deps.events, notifications: deps.notifications, provisioning: this.provisioning, email: deps.email, emailSender: this.emailSender,
