@@ -73,6 +73,9 @@ export class JobQueue {
   private readonly queues = new Map<string, Required<QueueDefinition<unknown>>>();
   private readonly inFlight = new Map<string, Set<Promise<void>>>();
   private poller: NodeJS.Timeout | null = null;
+  /** Queues with a claim in flight, and those woken meanwhile (claimed again once it returns). */
+  private readonly claiming = new Set<string>();
+  private readonly wakeAgain = new Set<string>();
   private pruner: NodeJS.Timeout | null = null;
   private stopped = true;
 
@@ -173,6 +176,12 @@ export class JobQueue {
       const running = this.inFlight.get(name)!;
       const room = definition.concurrency - running.size;
       if (room <= 0) continue;
+      // One claim per queue at a time: a burst of enqueues (a webhook each) wakes the queue once, not once per row.
+      if (this.claiming.has(name)) {
+        this.wakeAgain.add(name);
+        continue;
+      }
+      this.claiming.add(name);
       this.claim(name, room)
         .then((rows) => {
           for (const row of rows) {
@@ -184,7 +193,12 @@ export class JobQueue {
             running.add(run);
           }
         })
-        .catch((err) => this.logger.warn({ err, queue: name }, 'claiming jobs failed'));
+        .catch((err) => this.logger.warn({ err, queue: name }, 'claiming jobs failed'))
+        .finally(() => {
+          // After the claimed jobs count as running, so the next claim sees the room that is really left.
+          this.claiming.delete(name);
+          if (this.wakeAgain.delete(name) && !this.stopped) this.poll(name);
+        });
     }
   }
 

@@ -78,7 +78,9 @@ export class ChannelService {
     const media = new InboundMediaStore({ storage: deps.storage, provisioning: this.provisioning, whatsappGraphUrl: settings.whatsappGraphUrl, telegramApiUrl: settings.telegramApiUrl });
     const processor = new InboundProcessor({ knex, events: deps.events, contacts: deps.contacts, messages: deps.messages, tickets: deps.tickets, deliveries: this.deliveries, media });
     this.smtpIn = new SmtpInbound({ inbound: this.inbound, domain: settings.inboundEmailDomain, logger: deps.logger });
-    jobs.define<InboundJob>({ queue: INBOUND_QUEUE, handle: (job) => processor.handle(job), retryDelaysSeconds: [5, 30, 120, 600, 3600] });
+    // Two at once: processing an event takes many statements, and the pool's other connections stay free for the
+    // webhooks that wait on one statement before they answer the provider.
+    jobs.define<InboundJob>({ queue: INBOUND_QUEUE, handle: (job) => processor.handle(job), retryDelaysSeconds: [5, 30, 120, 600, 3600], concurrency: 2 });
     jobs.define<DeliveryJob>({ queue: DELIVERY_QUEUE, handle: (job) => this.deliveries.handle(job), retryDelaysSeconds: DELIVERY_RETRY_SECONDS });
     // Replies in channel conversations write their delivery inside the message's transaction.
     deps.messages.channelOutbox = this.deliveries;

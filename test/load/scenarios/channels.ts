@@ -27,21 +27,31 @@ async function ramp(ctx: RunContext, label: string, url: string, orgId: string, 
   const rates = o.quick ? [20, 40] : [100, 200, 400, 800, 1200, 1600, 2400, 3200];
   const steps: Step[] = [];
   let n = offset;
+  const measureAt = (rate: number, duration: number) => measureHttp({
+    url, method: 'POST', connections: Math.max(o.connections, 32), overallRate: rate, duration,
+    requests: [{
+      setupRequest: (req) => {
+        const body = whatsappWebhook(ctx.runId, n++);
+        return { ...req, body, headers: { 'content-type': 'application/json', 'x-org-id': orgId, 'x-hub-signature-256': hubSignature(body) } };
+      },
+    }],
+  }, child, o.limits);
+  // Warm-up at the first rate, unreported: pool connections, JIT and caches, then the backlog it made is worked off.
+  await measureAt(rates[0]!, o.quick ? 1 : 3);
+  await quiesce(child, 30_000);
   for (const rate of rates) {
-    const measure = await measureHttp({
-      url, method: 'POST', connections: Math.max(o.connections, 32), overallRate: rate, duration: o.duration,
-      requests: [{
-        setupRequest: (req) => {
-          const body = whatsappWebhook(ctx.runId, n++);
-          return { ...req, body, headers: { 'content-type': 'application/json', 'x-org-id': orgId, 'x-hub-signature-256': hubSignature(body) } };
-        },
-      }],
-    }, child, o.limits);
+    let measure = await measureAt(rate, o.duration);
+    // One slow spell of a shared machine should not end the ramp: a failing rate is measured once more.
+    if (!keeps(rate, measure) && !o.quick) {
+      ctx.log(`    ${label} @ ${rate}/s: ${measure.rps} accepted/s, p99 ${measure.p99} ms: measuring once more`);
+      await quiesce(child, 30_000);
+      measure = await measureAt(rate, o.duration);
+    }
     const kept = keeps(rate, measure);
     steps.push({ rate, measure, kept });
     ctx.log(`    ${label} @ ${rate}/s: ${measure.rps} accepted/s, p50 ${measure.p50} ms, p99 ${measure.p99} ms, server CPU ${Math.round(measure.serverCpu * 100)}%${measure.non2xx ? `, ${measure.non2xx} non-2xx ${JSON.stringify(measure.statusCodes)}` : ''}${kept ? '' : ' (not kept)'}`);
     if (!kept) break;
-    await quiesce(child, 5_000);
+    await quiesce(child, 10_000);
   }
   return steps;
 }
