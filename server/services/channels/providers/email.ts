@@ -76,6 +76,8 @@ export interface OutgoingMail {
   messageId: string;
   inReplyTo?: string;
   references?: string[];
+  /** The organization's DKIM key when its domain is verified. */
+  dkim?: { domainName: string; keySelector: string; privateKey: string };
 }
 
 /** SMTP delivery for channel replies: 4xx and connection trouble retry, 5xx is final. */
