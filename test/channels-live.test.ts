@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 import { collect, connectOk, nextEvent, settle, type ClientSocket } from './helpers/sockets.js';
 import { createTicket, ok } from './helpers/tickets.js';
 import { mime, postSignedMail, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
+import { expectError } from './helpers/tenancy.js';
 
 describe('Channels: status and reply notifications', function () {
   this.timeout(120_000);
@@ -59,6 +60,10 @@ describe('Channels: status and reply notifications', function () {
     await settle();
     expect(quiet.map((p) => p.channel.status)).to.deep.equal(['pending']);
     expect(leaked).to.deep.equal([]);
+  });
+
+  it('answers 404 at POST /channels/inbound (SES through SNS) unless EMAIL_INBOUND_SNS is on', async () => {
+    expectError(await owner.api.post('/channels/inbound', { Type: 'Notification' }), 404, 'not_found');
   });
 
   it('answers a failed verification with channel_status_changed to failed', async () => {

@@ -19,6 +19,7 @@ import { InboundProcessor } from './process.js';
 import { EmailSender } from './providers/email.js';
 import { ChannelProvisioning } from './provisioning.js';
 import { SmtpInbound } from './smtpIn.js';
+import { SnsInbound } from './sns.js';
 
 export { signInbound, SecretSealer } from './crypto.js';
 export { DELIVERY_QUEUE, DELIVERY_RETRY_SECONDS } from './outbound.js';
@@ -34,6 +35,8 @@ export interface ChannelSettings {
   telegramApiUrl: string;
   /** Inbound webhook calls one channel may take per minute on one instance. */
   inboundPerMinute: number;
+  /** SES inbound mail through SNS (`POST /channels/inbound`), and which URLs may serve its certificate. */
+  sns: { enabled: boolean; certUrlPattern: RegExp };
 }
 
 export interface ChannelDeps {
@@ -61,6 +64,7 @@ export class ChannelService {
   readonly inbound: ChannelInbound;
   readonly deliveries: ChannelDeliveries;
   readonly smtpIn: SmtpInbound;
+  readonly sns: SnsInbound;
   private readonly emailSender: EmailSender;
   /** The bound SMTP_IN_PORT once started (null when inbound SMTP is off). */
   smtpInPort: number | null = null;
@@ -77,6 +81,7 @@ export class ChannelService {
     });
     const media = new InboundMediaStore({ storage: deps.storage, provisioning: this.provisioning, whatsappGraphUrl: settings.whatsappGraphUrl, telegramApiUrl: settings.telegramApiUrl });
     const processor = new InboundProcessor({ knex, events: deps.events, contacts: deps.contacts, messages: deps.messages, tickets: deps.tickets, deliveries: this.deliveries, media });
+    this.sns = new SnsInbound({ inbound: this.inbound, channelFor: (address) => this.provisioning.byAddress(address), enabled: settings.sns.enabled, urlPattern: settings.sns.certUrlPattern, logger: deps.logger });
     this.smtpIn = new SmtpInbound({ inbound: this.inbound, domain: settings.inboundEmailDomain, logger: deps.logger });
     // Two at once: processing an event takes many statements, and the pool's other connections stay free for the
     // webhooks that wait on one statement before they answer the provider.

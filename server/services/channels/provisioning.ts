@@ -85,6 +85,13 @@ export class ChannelProvisioning {
     return value;
   }
 
+  /** The email channel mail to `address` is for: `in+<token>@INBOUND_EMAIL_DOMAIN`, else one of its addresses. */
+  async byAddress(address: string): Promise<ChannelRow | null> {
+    const token = new RegExp(`^in\\+([0-9a-f]{24})@${this.deps.urls.inboundEmailDomain.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'i').exec(address)?.[1];
+    if (token) return this.byInboundToken(token);
+    return ((await this.deps.knex('channels').where({ type: 'email' }).whereRaw(`config->'emails' @> ?::jsonb`, [JSON.stringify([address.toLowerCase()])]).orderBy('createdAt').first()) as ChannelRow | undefined) ?? null;
+  }
+
   async byInboundToken(token: string): Promise<ChannelRow | null> {
     return ((await this.deps.knex('channels').where({ inboundToken: token.toLowerCase() }).first()) as ChannelRow | undefined) ?? null;
   }
