@@ -12,6 +12,8 @@ const provider = { kind: 'public' } as const;
 type Id = { channelId: string };
 const MAIL_LIMIT = 25 * 1024 * 1024;
 const JSON_LIMIT = 1024 * 1024;
+/** SES puts at most 150 KB of mail into an SNS notification; JSON escaping and Base64 make it larger. */
+const SNS_LIMIT = 1024 * 1024;
 
 /** The request's bytes, refused with 413 past `limit` (announced or actual). */
 async function readRaw(ctx: Context, limit: number): Promise<Buffer> {
@@ -34,11 +36,22 @@ export function channelInboundRoutes(s: RouteServices): AnyRoute[] {
     defineRoute<Record<string, never>, Record<string, never>, Id>({
       method: 'post', path: '/channels/email/inbound/:channelId', operationId: 'receiveInboundEmail', tag, auth: provider, rawBody: true, scope: null,
       summary: 'Inbound mail, signed: `X-Inbound-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>`',
-      description: 'The body is the MIME message (message/rfc822 or text/plain), or JSON `{from, to, subject, text, html, messageId, inReplyTo, references}`; at most 25 MiB. A signature that is wrong or more than 5 minutes off answers 401 and stores nothing; an unknown or disabled channel 404; too many calls for one channel 429.',
+      description: 'The body is the MIME message (message/rfc822 or text/plain), or JSON `{from, to, subject, text, html, messageId, inReplyTo, references, attachments: [{fileName, mimeType, content (base64)}]}`; at most 25 MiB. Attachments are stored as `channel_media` files and shown on the message. A signature that is wrong or more than 5 minutes off answers 401 and stores nothing; an unknown or disabled channel 404; too many calls for one channel 429.',
       params: params('channelId'),
       response: stored,
       errors: [400, 401, 404, 413, 429],
       handler: async ({ params: a, ctx }) => ({ message: 'Received', data: await inbound.email(a.channelId, ctx.get('x-inbound-signature'), await readRaw(ctx, MAIL_LIMIT), ctx.get('content-type')) }),
+    }),
+    defineRoute({
+      method: 'post', path: '/channels/inbound', operationId: 'receiveSesInbound', tag, auth: provider, rawBody: true, scope: null,
+      summary: 'Amazon SES inbound mail through SNS (only with `EMAIL_INBOUND_SNS=true`; otherwise 404)',
+      description: 'The SNS message\'s signature (SignatureVersion 1 or 2) is checked with its signing certificate, fetched only from `https://sns.<region>.amazonaws.com/` (`SNS_CERT_URL_PATTERN` changes that); a wrong or unverifiable signature is 401 and stores nothing. A SubscriptionConfirmation is confirmed by calling its SubscribeURL (same rule). A Notification carrying SES\'s `Received` mail content (SNS action, UTF-8 or Base64) is stored on the email channel its recipient names (`in+<token>@INBOUND_EMAIL_DOMAIN` or one of the channel\'s addresses), once per Message-ID; mail for no channel is acknowledged and dropped.',
+      response: { status: 200, description: 'Stored, confirmed or acknowledged', data: InboundView },
+      errors: [400, 401, 404, 413],
+      handler: async ({ ctx }) => {
+        const received = await s.channels.sns.receive(await readRaw(ctx, SNS_LIMIT));
+        return { message: received.confirmed ? 'Subscription confirmed' : 'Received', data: { stored: received.stored, duplicates: received.duplicates } };
+      },
     }),
     defineRoute<Record<string, never>, Record<string, never>, Id>({
       method: 'post', path: '/channels/telegram/inbound/:channelId', operationId: 'receiveTelegramUpdate', tag, auth: provider, rawBody: true, scope: null,

@@ -51,7 +51,7 @@ export interface Config {
   /** The internal AI service's assist endpoint (POST, x-ai-tool-secret); unset: assist answers from local search only. */
   aiAssistUrl: string | null;
   /** Messaging channels: the key channel secrets are sealed with, inbound mail, and the provider APIs (test fakes). */
-  channels: { encryptionKey: Buffer; inboundEmailDomain: string; smtpInPort: number | null; whatsappGraphUrl: string; telegramApiUrl: string };
+  channels: { encryptionKey: Buffer; inboundEmailDomain: string; smtpInPort: number | null; whatsappGraphUrl: string; telegramApiUrl: string; inboundPerMinute: number; sns: { enabled: boolean; certUrlPattern: RegExp } };
   storage: {
     driver: StorageDriver;
     s3: { endpoint: string | null; region: string; bucket: string | null; accessKeyId: string | null; secretAccessKey: string | null; forcePathStyle: boolean };
@@ -75,6 +75,17 @@ const DURATION = /^(\d+)\s*(s|m|h|d)?$/;
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
 /** Parses and validates configuration; throws ConfigError naming every bad variable at once. */
+/** The URLs SNS may name for its certificate and subscription: AWS's own by default. */
+export const SNS_URL_DEFAULT = /^https:\/\/sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?\//;
+function snsPattern(raw: string | null): RegExp {
+  if (!raw) return SNS_URL_DEFAULT;
+  try {
+    return new RegExp(raw);
+  } catch {
+    throw new Error('SNS_CERT_URL_PATTERN must be a regular expression');
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const str = (name: string): string | null => {
@@ -224,6 +235,10 @@ export function loadConfig(env: Env = process.env): Config {
       smtpInPort: str('SMTP_IN_PORT') === null ? null : int('SMTP_IN_PORT', 0, 0, 65535),
       whatsappGraphUrl: channelUrl('WHATSAPP_GRAPH_URL', 'https://graph.facebook.com/v21.0'),
       telegramApiUrl: channelUrl('TELEGRAM_API_URL', 'https://api.telegram.org'),
+      inboundPerMinute: int('CHANNEL_INBOUND_RATE_LIMIT', 600, 1, 10_000_000),
+      // SES inbound mail through SNS; the signing certificate (and the subscription URL) only from AWS's SNS hosts
+      // over https, unless SNS_CERT_URL_PATTERN says otherwise (tests point it at a local fake).
+      sns: { enabled: bool('EMAIL_INBOUND_SNS', false), certUrlPattern: snsPattern(str('SNS_CERT_URL_PATTERN')) },
     },
     apiKeyRateLimitPerMinute: int('API_KEY_RATE_LIMIT', 600, 1, 1_000_000),
     metrics: { token: str('METRICS_TOKEN'), port: str('METRICS_PORT') === null ? null : int('METRICS_PORT', 0, 0, 65535) },

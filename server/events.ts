@@ -8,7 +8,7 @@ import type { Notification } from '../db/models/Notification.js';
 import type { Ticket } from '../db/models/Ticket.js';
 import type { TicketAction } from './services/tickets/types.js';
 import type { Logger } from './logger.js';
-import type { ChannelDeliveryView } from './presenters/channel.js';
+import type { ChannelDeliveryView, ChannelView } from './presenters/channel.js';
 
 export interface DomainEvents {
   /** Every session in `sessionIds` was revoked (logout, reuse detection, password change or reset). */
@@ -44,6 +44,8 @@ export interface DomainEvents {
   'knowledge.unanswered': { organizationId: string; question: { id: string; question: string; occurrences: number; status: string } };
   /** A channel delivery of an agent's message moved on (sent, delivered, read, failed): agents only. */
   'channel.delivery_updated': { organizationId: string; delivery: ChannelDeliveryView };
+  /** A channel's status moved (verified, handshake done, failed a check, disabled or enabled): agents only. */
+  'channel.status_changed': { organizationId: string; previousStatus: string; channel: ChannelView };
   /** An agent's effective status changed (first socket, last socket, or an explicit choice). */
   'presence.changed': { organizationId: string; userId: string; status: string };
 }

@@ -40,7 +40,7 @@ import { ObservabilityService } from './services/observability.js';
 import { TemplateService } from './services/templates.js';
 import { IdempotencyKeys, TicketMailer, TicketService } from './services/tickets/index.js';
 import { EmailIdentityService, EmailSendService } from './services/email/index.js';
-import { ChannelService } from './services/channels/index.js';
+import { ChannelService, SecretSealer } from './services/channels/index.js';
 import { MemoryPresence, RedisPresence, type Presence } from './presence.js';
 import { createRealtime, type Realtime } from '../sockets/index.js';
 import { MembershipCheck } from '../sockets/membership.js';
@@ -124,10 +124,12 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
     keys: new IdempotencyKeys({ models: db.models, knex: db.knex, onSweepError: (err) => logger.warn({ err }, 'sweeping expired idempotency keys failed') }),
   });
 
-  const email = new EmailIdentityService({ knex: db.knex, mailFrom: config.mailFrom });
+  const email = new EmailIdentityService({ knex: db.knex, mailFrom: config.mailFrom, sealer: new SecretSealer(config.channels.encryptionKey) });
+  // Mail From a verified organization domain is signed with that organization's DKIM key.
+  mailer.dkimFor = (organizationId, address) => email.dkimFor(organizationId, address);
   const emailSend = new EmailSendService({ models: db.models, knex: db.knex, mailer, otp, keys: tickets.core.deps.keys, identity: email, contacts });
   const channels = new ChannelService({
-    knex: db.knex, jobs, events, logger, organizations, contacts, messages, tickets, notifications, email, settings: config.channels,
+    knex: db.knex, jobs, events, logger, organizations, contacts, messages, tickets, notifications, email, storage, settings: config.channels,
     publicUrl: config.publicUrl, smtpUrl: config.smtpUrl, mailFrom: config.mailFrom, host: config.host,
   });
   const analytics = new AnalyticsService({ knex: db.knex, onRollupError: (err) => logger.warn({ err }, 'rolling up message counts failed') });

@@ -94,6 +94,9 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
     deps.events.on('channel.delivery_updated', ({ organizationId, delivery }) => {
       nsp(organizationId)?.to(rooms.agents).emit('message_delivery_updated', { delivery });
     }),
+    deps.events.on('channel.status_changed', ({ organizationId, previousStatus, channel }) => {
+      nsp(organizationId)?.to(rooms.agents).emit('channel_status_changed', { channel, previousStatus });
+    }),
     deps.events.on('knowledge.unanswered', ({ organizationId, question }) => {
       nsp(organizationId)?.to(rooms.agents).emit('unanswered_question_created', { question });
     }),

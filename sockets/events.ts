@@ -4,7 +4,7 @@ import type { ContactConflictView, ContactView } from '../server/presenters/cont
 import type { ConversationView, MessageView } from '../server/presenters/conversation.js';
 import type { NotificationView } from '../server/presenters/notification.js';
 import type { TicketView } from '../server/presenters/ticket.js';
-import type { ChannelDeliveryView } from '../server/presenters/channel.js';
+import type { ChannelDeliveryView, ChannelView } from '../server/presenters/channel.js';
 import type { LocalAssist } from '../server/services/knowledge/index.js';
 import type { TicketAction } from '../server/services/tickets/index.js';
 
@@ -80,6 +80,8 @@ export interface ServerToClientEvents {
   contact_conflict_created: (payload: { conflict: ContactConflictView }) => void;
   /** Agents only: a knowledge source is being (re)indexed. */
   message_delivery_updated: (payload: { delivery: ChannelDeliveryView }) => void;
+  /** Agents only: a channel's status moved (`channel.status` is the new one; secrets masked). */
+  channel_status_changed: (payload: { channel: ChannelView; previousStatus: string }) => void;
   knowledge_indexing_progress: (payload: { documentId: string; status: string; chunksDone: number; chunksTotal: number }) => void;
   /** Agents only: the AI recorded a question it could not answer. */
   unanswered_question_created: (payload: { question: { id: string; question: string; occurrences: number; status: string } }) => void;

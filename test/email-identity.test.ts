@@ -45,7 +45,7 @@ describe('Email: sender identity', function () {
     expect(put.status).to.equal(200);
     const data = put.body.data;
     expect(data).to.include({ fromAddress: 'help@acme-identity.invalid', domain: 'acme-identity.invalid', domainVerified: false });
-    expect(data.dnsRecords.map((r: { purpose: string }) => r.purpose)).to.deep.equal(['verification', 'spf']);
+    expect(data.dnsRecords.map((r: { purpose: string }) => r.purpose)).to.deep.equal(['verification', 'spf', 'dkim']);
     expect(data.dnsRecords[0].name).to.equal('_support-verification.acme-identity.invalid');
     expect(data.dnsRecords[0].value).to.match(/^support-verification=[0-9a-f]{32}$/);
     expect(data.dnsRecords[1].value).to.equal('v=spf1 include:platform.test ~all');

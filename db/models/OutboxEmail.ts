@@ -8,6 +8,8 @@ export interface MailHeaders {
   messageId?: string;
   inReplyTo?: string;
   references?: string[];
+  /** The organization the mail is sent for: its DKIM key signs mail From its verified domain. */
+  organizationId?: string;
 }
 
 /** `logged`: no transport configured, kept for the operator to read; `pending` -> `sent` | `failed` otherwise. */

@@ -73,6 +73,9 @@ export class JobQueue {
   private readonly queues = new Map<string, Required<QueueDefinition<unknown>>>();
   private readonly inFlight = new Map<string, Set<Promise<void>>>();
   private poller: NodeJS.Timeout | null = null;
+  /** Queues with a claim in flight, and those woken meanwhile (claimed again once it returns). */
+  private readonly claiming = new Set<string>();
+  private readonly wakeAgain = new Set<string>();
   private pruner: NodeJS.Timeout | null = null;
   private stopped = true;
 
@@ -104,6 +107,24 @@ export class JobQueue {
     const committed = options.trx ? options.trx.executionPromise : Promise.resolve();
     committed.then(() => this.poll(queue), () => undefined);
     return { id };
+  }
+
+  /**
+   * Inserts `rows` into `table` (a row that conflicts on `conflict` is skipped) and, in the same statement, a job of
+   * `queue` for each row actually inserted, its payload `{ [idKey]: id }`: rows and jobs commit together in one round
+   * trip, for callers that answer only after both are stored (provider webhooks). Answers the inserted ids.
+   */
+  async insertWithJobs(table: string, rows: Record<string, unknown>[], conflict: string[], queue: string, idKey: string): Promise<string[]> {
+    if (!this.queues.has(queue)) throw new Error(`queue ${queue} is not defined`);
+    if (rows.length === 0) return [];
+    const insert = this.knex(table).insert(rows).onConflict(conflict).ignore().returning(['id', 'organizationId']).toSQL();
+    const result = await this.knex.raw(
+      `with inserted as (${insert.sql}) insert into jobs (queue, payload, organization_id) select ?, jsonb_build_object(?::text, inserted.id), inserted.organization_id from inserted returning payload->>? as "rowId"`,
+      [...insert.bindings, queue, idKey, idKey],
+    );
+    const ids = ((result.rows ?? result) as { rowId: string }[]).map((r) => r.rowId);
+    if (ids.length) this.poll(queue);
+    return ids;
   }
 
   start(): void {
@@ -155,6 +176,12 @@ export class JobQueue {
       const running = this.inFlight.get(name)!;
       const room = definition.concurrency - running.size;
       if (room <= 0) continue;
+      // One claim per queue at a time: a burst of enqueues (a webhook each) wakes the queue once, not once per row.
+      if (this.claiming.has(name)) {
+        this.wakeAgain.add(name);
+        continue;
+      }
+      this.claiming.add(name);
       this.claim(name, room)
         .then((rows) => {
           for (const row of rows) {
@@ -166,7 +193,12 @@ export class JobQueue {
             running.add(run);
           }
         })
-        .catch((err) => this.logger.warn({ err, queue: name }, 'claiming jobs failed'));
+        .catch((err) => this.logger.warn({ err, queue: name }, 'claiming jobs failed'))
+        .finally(() => {
+          // After the claimed jobs count as running, so the next claim sees the room that is really left.
+          this.claiming.delete(name);
+          if (this.wakeAgain.delete(name) && !this.stopped) this.poll(name);
+        });
     }
   }
 

@@ -25,6 +25,8 @@ export class Mailer {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
+  /** The DKIM key to sign a mail From this address with (an organization's verified domain), if any. */
+  dkimFor: ((organizationId: string, address: string) => Promise<{ domainName: string; keySelector: string; privateKey: string } | null>) | null = null;
 
   constructor(
     private readonly models: Models,
@@ -132,9 +134,11 @@ export class Mailer {
   private async deliver(row: OutboxEmail): Promise<void> {
     try {
       const h = row.headers ?? {};
+      const dkim = h.from && h.organizationId && this.dkimFor ? await this.dkimFor(h.organizationId, h.from.address) : null;
       await this.transport!.sendMail({
         from: h.from ?? this.options.from, to: row.toAddress, subject: row.subject, text: row.textBody, html: row.htmlBody ?? undefined,
         replyTo: h.replyTo, cc: h.cc, messageId: h.messageId, inReplyTo: h.inReplyTo, references: h.references,
+        ...(dkim ? { dkim } : {}),
       });
       await this.models.OutboxEmail.query().patch({ status: 'sent', sentAt: new Date(), lastError: null }).where('id', row.id);
       this.logger.info({ mailId: row.id, kind: row.kind }, 'mail sent');

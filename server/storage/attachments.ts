@@ -35,7 +35,9 @@ export class MessageAttachments {
     const byId = new Map(objects.map((o) => [o.id, o]));
     const problems = ids.flatMap((id) => {
       const o = byId.get(id);
-      const allowed = o && o.status === 'uploaded' && o.purpose === 'attachment' && (sender.type !== 'visitor' || o.visitorSessionId === sender.sessionId);
+      // A channel's customer sends the media the server stored from the provider (channel_media), nothing else.
+      const purposeOk = o && (sender.type === 'contact' ? o.purpose === 'channel_media' && o.createdBy === null : o.purpose === 'attachment');
+      const allowed = o && purposeOk && o.status === 'uploaded' && (sender.type !== 'visitor' || o.visitorSessionId === sender.sessionId);
       return allowed ? [] : [{ field: 'attachments', message: `${id} is not an uploaded attachment you may send` }];
     });
     if (problems.length) throw new ValidationFailed('An attachment is not usable', problems);

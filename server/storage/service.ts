@@ -88,6 +88,32 @@ export class StorageService {
     return { object, upload, expiresAt: new Date(Date.now() + expiresIn * 1000) };
   }
 
+  /**
+   * A file the server received itself (a channel's inbound media): the purpose's type, size and content rules and the
+   * plan's storage as for an upload, then the bytes and an uploaded row. The same id again answers the stored object,
+   * so a job that runs twice stores a file once.
+   */
+  async storeReceived(orgId: string, input: { id: string; purpose: StoragePurpose; fileName: string; mimeType: string; bytes: Buffer }): Promise<StorageObject> {
+    const existing = await this.deps.models.StorageObject.forOrg(orgId).findById(input.id);
+    if (existing) return existing;
+    const rule = PURPOSE_RULES[input.purpose];
+    const mimeType = baseType(input.mimeType);
+    if (!rule.types.includes(mimeType)) throw new ValidationFailed(`${mimeType} is not allowed for ${input.purpose} files`, [{ field: 'mimeType', message: 'not an allowed type' }]);
+    if (input.bytes.length < 1 || input.bytes.length > rule.maxBytes) throw new ValidationFailed(`A ${input.purpose} file is at most ${rule.maxBytes / MiB} MiB`, [{ field: 'sizeBytes', message: `must be 1..${rule.maxBytes}` }]);
+    if (!contentMatches(mimeType, input.bytes.subarray(0, 16))) throw new ValidationFailed(`The file's content is not ${mimeType}`, [{ field: 'mimeType', message: 'does not match the content' }]);
+    const fileName = safeFileName(input.fileName);
+    const key = `org/${orgId}/${input.purpose}/${input.id}/${fileName}`;
+    return this.deps.knex.transaction(async (trx) => {
+      await this.requireSpace(orgId, input.bytes.length, trx);
+      // The bytes before the row: a failure in between leaves an orphan file, never a row without one.
+      await this.deps.driver.put(key, input.bytes, mimeType);
+      return this.deps.models.StorageObject.forOrg(orgId, trx).insertAndFetch({
+        id: input.id, organizationId: orgId, key, purpose: input.purpose, fileName, mimeType, sizeBytes: input.bytes.length,
+        status: 'uploaded', createdBy: null, visitorSessionId: null, uploadedAt: new Date(),
+      });
+    });
+  }
+
   /** The plan's `storageMb` counts pending and uploaded bytes; the organization row is locked so two uploads cannot both squeeze in. */
   private async requireSpace(orgId: string, sizeBytes: number, trx: Knex.Transaction): Promise<void> {
     const organization = await this.deps.models.Organization.query(trx).findById(orgId).forNoKeyUpdate();

@@ -11,6 +11,8 @@ export interface ReceivedMail {
   /** The user the client authenticated as, if it did. */
   user: string | null;
   parsed: ParsedMail;
+  /** The message as it arrived (headers and body), for checks over the exact bytes (DKIM). */
+  raw: Buffer;
   text: string;
   subject: string;
 }
@@ -39,9 +41,15 @@ export async function startSmtpSink(credentials: { user: string; pass: string } 
       else callback(new Error('Invalid username or password'));
     },
     onData(stream, session, callback) {
-      simpleParser(stream).then(
-        (parsed) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      new Promise<Buffer>((resolve, reject) => {
+        stream.on('end', () => resolve(Buffer.concat(chunks)));
+        stream.on('error', reject);
+      }).then(async (raw) => ({ raw, parsed: await simpleParser(raw) })).then(
+        ({ raw, parsed }) => {
           received.push({
+            raw,
             rcptTo: session.envelope.rcptTo.map((a) => a.address.toLowerCase()),
             mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : null,
             user: typeof session.user === 'string' ? session.user : null,

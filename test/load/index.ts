@@ -9,6 +9,7 @@ import { formatTable, writeReport, type ScenarioResult } from './lib/report.js';
 import { cpuTimes, stealBetween } from './lib/stats.js';
 import { GENERATOR_CORE, removeTemplate, SERVER_CORE, type RunContext, type Scenario } from './lib/servers.js';
 import { analytics } from './scenarios/analytics.js';
+import { channels } from './scenarios/channels.js';
 import { chat } from './scenarios/chat.js';
 import { cluster } from './scenarios/cluster.js';
 import { connections } from './scenarios/connections.js';
@@ -18,7 +19,7 @@ import { ingest } from './scenarios/ingest.js';
 import { rest } from './scenarios/rest.js';
 import { webhooks } from './scenarios/webhooks.js';
 
-const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest, crm, analytics, webhooks, knowledge];
+const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest, crm, analytics, webhooks, knowledge, channels];
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);

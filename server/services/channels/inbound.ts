@@ -9,9 +9,10 @@ import type { ChannelProvisioning } from './provisioning.js';
 import { mailFromJson, mailFromMime, type InboundJsonMail } from './providers/email.js';
 import { telegramMessage, type TelegramUpdate } from './providers/telegram.js';
 import { whatsappEvents, type WhatsAppWebhook } from './providers/whatsapp.js';
-import type { ChannelRow, ChannelType, EmailSecrets, InboundPayload, TelegramSecrets, WhatsAppSecrets } from './types.js';
+import type { ChannelRow, ChannelSecrets, ChannelType, EmailSecrets, InboundPayload, TelegramSecrets, WhatsAppSecrets } from './types.js';
 
 export const INBOUND_QUEUE = 'channel-inbound';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface InboundJob {
   eventId: string;
@@ -38,11 +39,11 @@ export class ChannelInbound {
     this.limiter = new RateLimiterMemory({ points: deps.perChannelPerMinute, duration: 60, keyPrefix: 'channel-inbound' });
   }
 
-  /** The enabled channel of this type, else 404 (an unknown, disabled or other-type channel looks the same). */
-  private async channel(channelId: string, type: ChannelType): Promise<ChannelRow> {
-    const channel = await this.deps.provisioning.byId(channelId);
-    if (!channel || channel.type !== type || !channel.enabled) throw new NotFound('Channel');
-    return channel;
+  /** The enabled channel of this type with its secrets, else 404 (an unknown, disabled or other-type channel looks the same). */
+  private async webhookChannel<T extends ChannelSecrets>(channelId: string, type: ChannelType): Promise<{ channel: ChannelRow; secrets: T }> {
+    const found = UUID.test(channelId) ? await this.deps.provisioning.forWebhook<T>(channelId) : null;
+    if (!found || found.channel.type !== type || !found.channel.enabled) throw new NotFound('Channel');
+    return found;
   }
 
   private async consume(channelId: string): Promise<void> {
@@ -55,8 +56,8 @@ export class ChannelInbound {
   }
 
   async email(channelId: string, signature: string, raw: Buffer, contentType: string): Promise<StoredInbound> {
-    const channel = await this.channel(channelId, 'email');
-    if (!signature || !verifyInboundSignature(signature, this.deps.provisioning.secretsOf<EmailSecrets>(channel).signingSecret, raw)) throw new Unauthorized('The X-Inbound-Signature is missing, wrong or outside its 5-minute window');
+    const { channel, secrets } = await this.webhookChannel<EmailSecrets>(channelId, 'email');
+    if (!signature || !verifyInboundSignature(signature, secrets.signingSecret, raw)) throw new Unauthorized('The X-Inbound-Signature is missing, wrong or outside its 5-minute window');
     await this.consume(channel.id);
     const mail = /json/i.test(contentType) ? mailFromJson(parseJson<InboundJsonMail>(raw), raw) : await mailFromMime(raw);
     if (!mail) throw new ValidationFailed('The mail has no sender address', [{ field: 'from', message: 'is required' }]);
@@ -73,8 +74,8 @@ export class ChannelInbound {
   }
 
   async telegram(channelId: string, secretToken: string, raw: Buffer): Promise<StoredInbound> {
-    const channel = await this.channel(channelId, 'telegram');
-    if (!secretToken || !safeEqualText(secretToken, this.deps.provisioning.secretsOf<TelegramSecrets>(channel).webhookSecret)) throw new Unauthorized('The X-Telegram-Bot-Api-Secret-Token is missing or wrong');
+    const { channel, secrets } = await this.webhookChannel<TelegramSecrets>(channelId, 'telegram');
+    if (!secretToken || !safeEqualText(secretToken, secrets.webhookSecret)) throw new Unauthorized('The X-Telegram-Bot-Api-Secret-Token is missing or wrong');
     await this.consume(channel.id);
     const update = parseJson<TelegramUpdate>(raw);
     if (typeof update.update_id !== 'number') throw new ValidationFailed('An Update has an update_id', [{ field: 'update_id', message: 'is required' }]);
@@ -85,34 +86,31 @@ export class ChannelInbound {
 
   /** Meta's subscription handshake: echo the challenge when the verify token is ours; the channel becomes active. */
   async whatsappHandshake(channelId: string, mode: string | undefined, verifyToken: string | undefined, challenge: string | undefined): Promise<string> {
-    const channel = await this.channel(channelId, 'whatsapp');
+    // Read afresh: the handshake changes the channel's status.
+    const channel = await this.deps.provisioning.byId(channelId).then((c) => (c && c.type === 'whatsapp' && c.enabled ? c : null));
+    if (!channel) throw new NotFound('Channel');
     if (mode !== 'subscribe' || !verifyToken || !safeEqualText(verifyToken, this.deps.provisioning.secretsOf<WhatsAppSecrets>(channel).verifyToken)) throw new Forbidden('The verify token is wrong');
-    if (channel.status !== 'active') await this.deps.provisioning.setStatus(channel.id, 'active');
+    if (channel.status !== 'active') await this.deps.provisioning.setStatus(channel, 'active');
     return challenge ?? '';
   }
 
   async whatsapp(channelId: string, signature: string, raw: Buffer): Promise<StoredInbound> {
-    const channel = await this.channel(channelId, 'whatsapp');
-    if (!signature || !verifyHubSignature(signature, this.deps.provisioning.secretsOf<WhatsAppSecrets>(channel).appSecret, raw)) throw new Unauthorized('The X-Hub-Signature-256 is missing or wrong');
+    const { channel, secrets } = await this.webhookChannel<WhatsAppSecrets>(channelId, 'whatsapp');
+    if (!signature || !verifyHubSignature(signature, secrets.appSecret, raw)) throw new Unauthorized('The X-Hub-Signature-256 is missing or wrong');
     await this.consume(channel.id);
     return this.store(channel, whatsappEvents(parseJson<WhatsAppWebhook>(raw)));
   }
 
-  /** Each event once per (channel, provider id): a provider's redelivery is a no-op that still answers 200. */
+  /**
+   * Each event once per (channel, provider id): a provider's redelivery is a no-op that still answers 200. The
+   * events and their processing jobs go in one statement (one round trip, atomic), so the 200 waits for nothing else.
+   */
   async store(channel: ChannelRow, events: { providerId: string; payload: InboundPayload }[]): Promise<StoredInbound> {
     if (events.length === 0) return { stored: 0, duplicates: 0 };
-    return this.deps.knex.transaction(async (trx) => {
-      let stored = 0;
-      for (const event of events) {
-        const [row] = (await trx('inbound_events')
-          .insert({ organizationId: channel.organizationId, channelId: channel.id, providerId: event.providerId.slice(0, 998), kind: event.payload.kind, payload: JSON.stringify(event.payload) })
-          .onConflict(['channel_id', 'provider_id']).ignore()
-          .returning('id')) as { id: string }[];
-        if (!row) continue;
-        stored += 1;
-        await this.deps.jobs.enqueue<InboundJob>(INBOUND_QUEUE, { eventId: row.id }, { organizationId: channel.organizationId, trx });
-      }
-      return { stored, duplicates: events.length - stored };
-    });
+    // One row per provider id even within a single call (a webhook listing the same status twice).
+    const unique = [...new Map(events.map((e) => [e.providerId.slice(0, 998), e])).entries()];
+    const rows = unique.map(([providerId, e]) => ({ organizationId: channel.organizationId, channelId: channel.id, providerId, kind: e.payload.kind, payload: JSON.stringify(e.payload) }));
+    const stored = (await this.deps.jobs.insertWithJobs('inbound_events', rows, ['channel_id', 'provider_id'], INBOUND_QUEUE, 'eventId')).length;
+    return { stored, duplicates: events.length - stored };
   }
 }

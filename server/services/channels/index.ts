@@ -9,14 +9,17 @@ import type { EmailIdentityService } from '../email/index.js';
 import type { MessageService } from '../messages/index.js';
 import type { NotificationService } from '../notifications.js';
 import type { OrganizationService } from '../organizations.js';
+import type { StorageService } from '../../storage/index.js';
 import type { TicketService } from '../tickets/index.js';
 import { SecretSealer } from './crypto.js';
 import { ChannelInbound, INBOUND_QUEUE, type InboundJob } from './inbound.js';
 import { ChannelDeliveries, DELIVERY_QUEUE, DELIVERY_RETRY_SECONDS, type DeliveryJob } from './outbound.js';
+import { InboundMediaStore } from './media.js';
 import { InboundProcessor } from './process.js';
 import { EmailSender } from './providers/email.js';
 import { ChannelProvisioning } from './provisioning.js';
 import { SmtpInbound } from './smtpIn.js';
+import { SnsInbound } from './sns.js';
 
 export { signInbound, SecretSealer } from './crypto.js';
 export { DELIVERY_QUEUE, DELIVERY_RETRY_SECONDS } from './outbound.js';
@@ -30,6 +33,10 @@ export interface ChannelSettings {
   smtpInPort: number | null;
   whatsappGraphUrl: string;
   telegramApiUrl: string;
+  /** Inbound webhook calls one channel may take per minute on one instance. */
+  inboundPerMinute: number;
+  /** SES inbound mail through SNS (`POST /channels/inbound`), and which URLs may serve its certificate. */
+  sns: { enabled: boolean; certUrlPattern: RegExp };
 }
 
 export interface ChannelDeps {
@@ -43,13 +50,13 @@ export interface ChannelDeps {
   tickets: TicketService;
   notifications: NotificationService;
   email: EmailIdentityService;
+  /** Where inbound attachments and media are kept. */
+  storage: StorageService;
   settings: ChannelSettings;
   publicUrl: string;
   smtpUrl: string | null;
   mailFrom: string;
   host: string;
-  /** Inbound webhook calls one channel may take per minute on one instance. */
-  inboundPerMinute?: number;
 }
 
 export class ChannelService {
@@ -57,6 +64,7 @@ export class ChannelService {
   readonly inbound: ChannelInbound;
   readonly deliveries: ChannelDeliveries;
   readonly smtpIn: SmtpInbound;
+  readonly sns: SnsInbound;
   private readonly emailSender: EmailSender;
   /** The bound SMTP_IN_PORT once started (null when inbound SMTP is off). */
   smtpInPort: number | null = null;
@@ -64,16 +72,20 @@ export class ChannelService {
   constructor(private readonly deps: ChannelDeps) {
     const { knex, jobs, settings } = deps;
     const sealer = new SecretSealer(settings.encryptionKey);
-    this.provisioning = new ChannelProvisioning({ knex, sealer, organizations: deps.organizations, urls: { publicUrl: deps.publicUrl, inboundEmailDomain: settings.inboundEmailDomain, telegramApiUrl: settings.telegramApiUrl } });
-    this.inbound = new ChannelInbound({ knex, jobs, provisioning: this.provisioning, perChannelPerMinute: deps.inboundPerMinute ?? 600 });
+    this.provisioning = new ChannelProvisioning({ knex, sealer, organizations: deps.organizations, urls: { publicUrl: deps.publicUrl, inboundEmailDomain: settings.inboundEmailDomain, telegramApiUrl: settings.telegramApiUrl }, events: deps.events });
+    this.inbound = new ChannelInbound({ knex, jobs, provisioning: this.provisioning, perChannelPerMinute: settings.inboundPerMinute });
     this.emailSender = new EmailSender(deps.smtpUrl);
     this.deliveries = new ChannelDeliveries({
       knex, jobs, events: deps.events, notifications: deps.notifications, provisioning: this.provisioning, email: deps.email, emailSender: this.emailSender,
       mailFrom: deps.mailFrom, whatsappGraphUrl: settings.whatsappGraphUrl, telegramApiUrl: settings.telegramApiUrl, logger: deps.logger,
     });
-    const processor = new InboundProcessor({ knex, contacts: deps.contacts, messages: deps.messages, tickets: deps.tickets, deliveries: this.deliveries });
+    const media = new InboundMediaStore({ storage: deps.storage, provisioning: this.provisioning, whatsappGraphUrl: settings.whatsappGraphUrl, telegramApiUrl: settings.telegramApiUrl });
+    const processor = new InboundProcessor({ knex, contacts: deps.contacts, messages: deps.messages, tickets: deps.tickets, deliveries: this.deliveries, media });
+    this.sns = new SnsInbound({ inbound: this.inbound, channelFor: (address) => this.provisioning.byAddress(address), enabled: settings.sns.enabled, urlPattern: settings.sns.certUrlPattern, logger: deps.logger });
     this.smtpIn = new SmtpInbound({ inbound: this.inbound, domain: settings.inboundEmailDomain, logger: deps.logger });
-    jobs.define<InboundJob>({ queue: INBOUND_QUEUE, handle: (job) => processor.handle(job), retryDelaysSeconds: [5, 30, 120, 600, 3600] });
+    // Two at once: processing an event takes many statements, and the pool's other connections stay free for the
+    // webhooks that wait on one statement before they answer the provider.
+    jobs.define<InboundJob>({ queue: INBOUND_QUEUE, handle: (job) => processor.handle(job), retryDelaysSeconds: [5, 30, 120, 600, 3600], concurrency: 2 });
     jobs.define<DeliveryJob>({ queue: DELIVERY_QUEUE, handle: (job) => this.deliveries.handle(job), retryDelaysSeconds: DELIVERY_RETRY_SECONDS });
     // Replies in channel conversations write their delivery inside the message's transaction.
     deps.messages.channelOutbox = this.deliveries;

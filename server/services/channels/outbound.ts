@@ -119,12 +119,14 @@ export class ChannelDeliveries implements ChannelOutbox, DeliveryUpdates {
     const messageId = delivery.providerMessageId ?? `<conversation-${conversation.id}.${randomBytes(8).toString('hex')}@${domain}>`;
     if (!delivery.providerMessageId) await knex('channel_deliveries').where({ id: delivery.id }).update({ providerMessageId: messageId });
     const sender = await this.deps.email.senderFor(orgId, organization.name);
+    const dkim = await this.deps.email.dkimFor(orgId, sender.from.address);
     const signature = await this.deps.email.signatureOf(orgId);
     const subject = conversation.subject ? (/^re:/i.test(conversation.subject) ? conversation.subject : `Re: ${conversation.subject}`) : `Your conversation with ${organization.name}`;
     return this.deps.emailSender.send({
       from: sender.from, replyTo: String(channel.config.address ?? sender.replyTo ?? ''), to: delivery.recipient, subject,
       text: signature ? `${message.content}\n\n-- \n${signature}\n` : message.content, messageId,
       ...(thread.length ? { inReplyTo: thread[thread.length - 1], references: thread.slice(-20) } : {}),
+      ...(dkim ? { dkim } : {}),
     });
   }
 

@@ -12,11 +12,12 @@ import { receiveTicketMail } from '../tickets/inbound.js';
 import type { InboundJob } from './inbound.js';
 import type { ChannelRow, InboundEventRow, InboundMessage, InboundStatus } from './types.js';
 import type { DeliveryUpdates } from './outbound.js';
+import type { InboundMediaStore } from './media.js';
 
 const SUBJECT_NUMBER = /\[#(\d{1,9})\]/;
 
 export class InboundProcessor {
-  constructor(private readonly deps: { knex: Knex; contacts: ContactService; messages: MessageService; tickets: TicketService; deliveries: DeliveryUpdates }) {}
+  constructor(private readonly deps: { knex: Knex; contacts: ContactService; messages: MessageService; tickets: TicketService; deliveries: DeliveryUpdates; media: InboundMediaStore }) {}
 
   async handle(job: Job<InboundJob>): Promise<void> {
     const event = (await this.deps.knex('inbound_events').where({ id: job.payload.eventId }).first()) as InboundEventRow | undefined;
@@ -61,10 +62,13 @@ export class InboundProcessor {
     if (!conversation || conversation.status === 'closed' || conversation.contactId !== contactId) {
       conversation = (await knex('conversations').where({ organizationId: orgId, channelId: channel.id, contactId }).whereIn('status', ['open', 'pending', 'resolved']).orderBy('createdAt', 'desc').first()) as Conversation | undefined;
     }
-    const content = channel.type === 'email' && mail.subject && !conversation ? `${mail.subject}\n\n${mail.text}` : mail.text;
+    const files = mail.media?.length ? await this.deps.media.store(channel, event.id, mail.media) : null;
+    const text = [mail.text, ...(files?.notes ?? [])].filter(Boolean).join('\n\n');
+    const content = channel.type === 'email' && mail.subject && !conversation ? `${mail.subject}\n\n${text}` : text;
     const message = {
       // The event id as clientMessageId: a job run twice stores the message once (and opens one conversation).
-      content: content.slice(0, MAX_CONTENT_LENGTH) || '(empty)', clientMessageId: `inbound:${event.id}`,
+      content: content.slice(0, MAX_CONTENT_LENGTH) || (files?.objectIds.length ? mail.media!.map((m) => m.fileName ?? 'file').join(', ') : '(empty)'), clientMessageId: `inbound:${event.id}`,
+      ...(files?.objectIds.length ? { attachments: files.objectIds, type: files.images ? ('image' as const) : ('file' as const) } : {}),
       metadata: { channel: channel.type, channelId: channel.id, from: mail.from, ...(mail.subject ? { subject: mail.subject } : {}), ...(mail.messageId ? { providerMessageId: mail.messageId } : {}) },
     };
     const start = {

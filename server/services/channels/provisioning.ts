@@ -2,10 +2,12 @@
 // limit, and the provider handshakes (Telegram's getMe + setWebhook) that make a channel usable.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { DomainEventBus } from '../../events.js';
 import { NotFound, PlanLimitReached, ValidationFailed } from '../../errors.js';
 import type { OrganizationService } from '../organizations.js';
 import { withinLimit } from '../plans.js';
 import type { SecretSealer } from './crypto.js';
+import { presentChannel } from '../../presenters/channel.js';
 import { TelegramApi } from './providers/telegram.js';
 import type { ChannelRow, ChannelSecrets, ChannelStatus, ChannelType, EmailSecrets, TelegramSecrets, WhatsAppSecrets } from './types.js';
 
@@ -30,9 +32,13 @@ export interface VerifyCheck {
 }
 
 const randomSecret = () => randomBytes(32).toString('base64url');
+/** How long a webhook may use a channel as read before: a change elsewhere reaches this instance within it. */
+const CACHE_MS = 5_000;
+const CACHE_SIZE = 10_000;
 
 export class ChannelProvisioning {
-  constructor(private readonly deps: { knex: Knex; sealer: SecretSealer; organizations: OrganizationService; urls: ChannelUrls }) {}
+  private readonly cache = new Map<string, { value: { channel: ChannelRow; secrets: ChannelSecrets }; at: number }>();
+  constructor(private readonly deps: { knex: Knex; sealer: SecretSealer; organizations: OrganizationService; urls: ChannelUrls; events: DomainEventBus }) {}
 
   inboundUrl(channel: Pick<ChannelRow, 'id' | 'type'>): string {
     return `${this.deps.urls.publicUrl}/api/v1/channels/${channel.type}/inbound/${channel.id}`;
@@ -61,6 +67,29 @@ export class ChannelProvisioning {
   /** Any organization's channel, for provider webhooks that name only the channel. */
   async byId(channelId: string): Promise<ChannelRow | null> {
     return ((await this.deps.knex('channels').where({ id: channelId }).first()) as ChannelRow | undefined) ?? null;
+  }
+
+  /**
+   * A channel and its opened secrets as a provider webhook needs them, remembered for a few seconds: a busy channel
+   * costs no query and no decryption per call. Changes on this instance apply at once; on others within CACHE_MS.
+   */
+  async forWebhook<T extends ChannelSecrets>(channelId: string): Promise<{ channel: ChannelRow; secrets: T } | null> {
+    const hit = this.cache.get(channelId);
+    if (hit && Date.now() - hit.at < CACHE_MS) return hit.value as { channel: ChannelRow; secrets: T };
+    const channel = await this.byId(channelId);
+    if (!channel) return null;
+    const value = { channel, secrets: this.secretsOf<T>(channel) };
+    // Bounded: a flood of ids starts it afresh rather than growing it.
+    if (this.cache.size >= CACHE_SIZE) this.cache.clear();
+    this.cache.set(channelId, { value, at: Date.now() });
+    return value;
+  }
+
+  /** The email channel mail to `address` is for: `in+<token>@INBOUND_EMAIL_DOMAIN`, else one of its addresses. */
+  async byAddress(address: string): Promise<ChannelRow | null> {
+    const token = new RegExp(`^in\\+([0-9a-f]{24})@${this.deps.urls.inboundEmailDomain.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'i').exec(address)?.[1];
+    if (token) return this.byInboundToken(token);
+    return ((await this.deps.knex('channels').where({ type: 'email' }).whereRaw(`config->'emails' @> ?::jsonb`, [JSON.stringify([address.toLowerCase()])]).orderBy('createdAt').first()) as ChannelRow | undefined) ?? null;
   }
 
   async byInboundToken(token: string): Promise<ChannelRow | null> {
@@ -113,6 +142,8 @@ export class ChannelProvisioning {
       change.secrets = this.deps.sealer.seal({ ...this.secretsOf(channel), ...Object.fromEntries(given) });
     }
     const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update(change, '*')) as ChannelRow[];
+    this.cache.delete(channel.id);
+    this.announceStatus(channel.status, row!);
     return row!;
   }
 
@@ -127,6 +158,7 @@ export class ChannelProvisioning {
   async remove(orgId: string, channelId: string): Promise<void> {
     const channel = await this.get(orgId, channelId);
     await this.deps.knex('channels').where({ id: channel.id }).delete();
+    this.cache.delete(channel.id);
   }
 
   /** Checks what can be checked from here; Telegram asks getMe again. */
@@ -148,11 +180,27 @@ export class ChannelProvisioning {
     const status: ChannelStatus = !channel.enabled ? 'disabled' : checks.every((c) => c.ok) ? 'active' : channel.type === 'whatsapp' && readable ? 'pending' : 'failed';
     const failed = checks.find((c) => !c.ok);
     const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update({ status, lastError: failed && status === 'failed' ? `check failed: ${failed.name}` : null, updatedAt: new Date() }, '*')) as ChannelRow[];
+    this.cache.delete(channel.id);
+    this.announceStatus(channel.status, row!);
     return { status, checks, channel: row! };
   }
 
-  async setStatus(channelId: string, status: ChannelStatus, lastError: string | null = null): Promise<void> {
-    await this.deps.knex('channels').where({ id: channelId }).update({ status, lastError, updatedAt: new Date() });
+  async setStatus(channel: ChannelRow, status: ChannelStatus, lastError: string | null = null): Promise<void> {
+    const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update({ status, lastError, updatedAt: new Date() }, '*')) as ChannelRow[];
+    this.cache.delete(channel.id);
+    if (row) this.announceStatus(channel.status, row);
+  }
+
+  /** Agents hear `channel_status_changed` when a write moved the status (secrets masked, as GET shows them). */
+  private announceStatus(previousStatus: ChannelStatus, row: ChannelRow): void {
+    if (row.status === previousStatus) return;
+    let secrets: ChannelSecrets | null = null;
+    try {
+      secrets = this.secretsOf(row);
+    } catch {
+      secrets = null;
+    }
+    this.deps.events.publish('channel.status_changed', { organizationId: row.organizationId, previousStatus, channel: presentChannel(row, secrets, { webhookUrl: this.inboundUrl(row), ...(row.type === 'email' ? { smtpAddress: this.smtpAddress(row) } : {}) }) });
   }
 
   private async assertRoom(orgId: string): Promise<void> {

@@ -58,7 +58,15 @@ export interface InboundMessage {
   messageId: string | null;
   inReplyTo: string | null;
   references: string[];
+  /** Files that came with it: a mail's attachments inline, a provider's media by the id it is fetched with. */
+  media?: InboundMedia[];
 }
+
+/** A file of an inbound message, stored (and for providers fetched) when the event is processed. */
+export type InboundMedia =
+  | { source: 'inline'; fileName: string; mimeType: string; data: string }
+  | { source: 'whatsapp'; mediaId: string; fileName: string | null; mimeType: string | null }
+  | { source: 'telegram'; fileId: string; fileName: string | null; mimeType: string | null };
 
 /** A WhatsApp status of something we sent. */
 export interface InboundStatus {

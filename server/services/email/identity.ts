@@ -1,9 +1,11 @@
 // An organization's mail sender identity: who its mail is From, where replies go, the signature, and the DNS
 // records that prove it may send as its own domain. Until that proof is found, mail leaves from the platform's
-// address as "<Org> via <platform>" with Reply-To the organization's address (SPF/DKIM stay the platform's).
-import { randomBytes } from 'node:crypto';
+// address as "<Org> via <platform>" with Reply-To the organization's address (SPF/DKIM stay the platform's); once
+// found, the organization's mail leaves From its own address, DKIM-signed with its own key for its domain.
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { resolveTxt } from 'node:dns/promises';
 import type { Knex } from 'knex';
+import type { SecretSealer } from '../channels/crypto.js';
 import { parseMailbox, type MailAddress } from '../../mail/address.js';
 
 /** The stored identity (camelCase through knex's mappers). */
@@ -16,6 +18,11 @@ export interface EmailIdentityRow {
   verificationToken: string;
   verifiedDomain: string | null;
   domainVerifiedAt: Date | null;
+  dkimSelector: string | null;
+  /** Sealed PKCS#8 PEM. */
+  dkimPrivateKey: string | null;
+  /** Base64 DER (SubjectPublicKeyInfo), as the DNS record carries it. */
+  dkimPublicKey: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -31,7 +38,7 @@ export interface DnsRecord {
   type: 'TXT';
   name: string;
   value: string;
-  purpose: 'verification' | 'spf';
+  purpose: 'verification' | 'spf' | 'dkim';
 }
 
 export interface EmailIdentityView {
@@ -43,6 +50,13 @@ export interface EmailIdentityView {
   domainVerified: boolean;
   domainVerifiedAt: string | null;
   dnsRecords: DnsRecord[];
+}
+
+/** What nodemailer's `dkim` option takes to sign one mail. */
+export interface DkimKey {
+  domainName: string;
+  keySelector: string;
+  privateKey: string;
 }
 
 /** From and Reply-To of one organization mail. */
@@ -61,7 +75,7 @@ const domainOf = (address: string | null): string | null => (address && address.
 const isVerified = (row: EmailIdentityRow | undefined): boolean => !!row?.domainVerifiedAt && !!row.verifiedDomain && row.verifiedDomain === domainOf(row.fromAddress);
 
 export class EmailIdentityService {
-  constructor(private readonly deps: { knex: Knex; mailFrom: string; resolveTxt?: TxtResolver }) {}
+  constructor(private readonly deps: { knex: Knex; mailFrom: string; sealer: SecretSealer; resolveTxt?: TxtResolver }) {}
 
   private row(orgId: string, db: Knex | Knex.Transaction = this.deps.knex): Promise<EmailIdentityRow | undefined> {
     return db('email_identities').where({ organizationId: orgId }).first() as Promise<EmailIdentityRow | undefined>;
@@ -69,7 +83,33 @@ export class EmailIdentityService {
 
   private async ensure(orgId: string): Promise<EmailIdentityRow> {
     await this.deps.knex('email_identities').insert({ organizationId: orgId, verificationToken: randomBytes(16).toString('hex') }).onConflict('organization_id').ignore();
+    const row = (await this.row(orgId))!;
+    if (row.dkimPrivateKey) return row;
+    // One key per identity, made the first time it is needed (identities made before DKIM get theirs here too).
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    await this.deps.knex('email_identities').where({ organizationId: orgId }).whereNull('dkimPrivateKey').update({
+      dkimSelector: `sp${randomBytes(4).toString('hex')}`,
+      dkimPrivateKey: this.deps.sealer.seal(privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()),
+      dkimPublicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+    });
     return (await this.row(orgId))!;
+  }
+
+  /**
+   * The organization's DKIM key for mail From `address`, when that is its verified domain; else null (mail from the
+   * platform's address is the platform's to sign).
+   */
+  async dkimFor(orgId: string, address: string | null | undefined): Promise<DkimKey | null> {
+    const domain = domainOf(address ?? null);
+    if (!domain) return null;
+    const row = await this.row(orgId);
+    if (!row || !isVerified(row) || row.verifiedDomain !== domain || !row.dkimPrivateKey || !row.dkimSelector) return null;
+    try {
+      return { domainName: domain, keySelector: row.dkimSelector, privateKey: this.deps.sealer.open<string>(row.dkimPrivateKey) };
+    } catch {
+      // A key sealed under another ENCRYPTION_KEY cannot sign: the mail still goes, unsigned.
+      return null;
+    }
   }
 
   async get(orgId: string): Promise<EmailIdentityView> {
@@ -127,6 +167,7 @@ export class EmailIdentityService {
       ? [
           { type: 'TXT', name: `${VERIFICATION_HOST}.${domain}`, value: this.tokenValue(row), purpose: 'verification' },
           { type: 'TXT', name: domain, value: `v=spf1 include:${platform} ~all`, purpose: 'spf' },
+          ...(row.dkimSelector && row.dkimPublicKey ? [{ type: 'TXT' as const, name: `${row.dkimSelector}._domainkey.${domain}`, value: `v=DKIM1; k=rsa; p=${row.dkimPublicKey}`, purpose: 'dkim' as const }] : []),
         ]
       : [];
     return {

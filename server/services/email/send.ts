@@ -63,7 +63,7 @@ export class EmailSendService {
       // A code mail carries no signature: the code must be the only 6-digit number in it, and names and signatures
       // are free text that may hold one.
       const sign = input.template === 'agent_verification_otp' ? '' : `\n-- \n${signature ? `${signature}\n` : ''}${organization.name}\n`;
-      const outbox = await this.deps.mailer.queue({ kind: `ai_${input.template}`, to, subject, text: `${recipient.name ? `Hello ${recipient.name},` : 'Hello,'}\n\n${body}\n${sign}`, headers: { from: sender.from, ...(sender.replyTo ? { replyTo: sender.replyTo } : {}) } }, trx);
+      const outbox = await this.deps.mailer.queue({ kind: `ai_${input.template}`, to, subject, text: `${recipient.name ? `Hello ${recipient.name},` : 'Hello,'}\n\n${body}\n${sign}`, headers: { from: sender.from, ...(sender.replyTo ? { replyTo: sender.replyTo } : {}), organizationId: input.organizationId } }, trx);
       await this.deps.keys.complete(trx, claim, outbox.id);
       return { emailId: outbox.id, status: outbox.status === 'logged' ? 'logged' : 'queued', replay: false };
     });

@@ -1,5 +1,6 @@
 // A requester's mail answering a ticket: a `reply` event from the contact on the ticket's timeline; a resolved ticket
-// opens again, a closed one gets a follow-up ticket (the closed one stays closed), agents hear `ticket_updated`.
+// opens again, a closed one gets a follow-up ticket (the closed one stays closed), agents hear `ticket_updated`, and
+// the assignee (else the organization's admins) gets a `ticket_reply_received` notification.
 import type { Ticket } from '../../../db/models/Ticket.js';
 import type { TicketEvent } from '../../../db/models/TicketEvent.js';
 import type { TicketActor, TicketCore } from './core.js';
@@ -14,7 +15,7 @@ export interface InboundTicketMail {
 }
 
 export async function receiveTicketMail(core: TicketCore, target: Ticket, mail: InboundTicketMail): Promise<{ ticket: Ticket; event: TicketEvent; followUp: boolean }> {
-  return core.run(async (trx, fx) => {
+  const received = await core.run(async (trx, fx) => {
     let ticket = await core.lock(trx, target.organizationId, target.id);
     let followUp = false;
     if (ticket.status === 'closed' || ticket.status === 'merged') {
@@ -38,5 +39,22 @@ export async function receiveTicketMail(core: TicketCore, target: Ticket, mail: 
     const touched = await core.models.Ticket.forOrg(ticket.organizationId, trx).patchAndFetchById(ticket.id, { updatedAt: new Date() });
     if (!followUp) fx.announce('replied', touched);
     return { ticket: touched, event, followUp };
+  });
+  await notifyReply(core, received.ticket, target, mail, received.followUp).catch((err) => core.deps.logger.error({ err, ticketId: received.ticket.id }, 'could not notify of a ticket reply'));
+  return received;
+}
+
+/** After commit: the ticket's assignee hears of the reply, else every admin (an unassigned ticket is everyone's). */
+async function notifyReply(core: TicketCore, ticket: Ticket, answered: Ticket, mail: InboundTicketMail, followUp: boolean): Promise<void> {
+  // A follow-up starts unassigned: whoever had the closed ticket hears of it first.
+  const assignee = ticket.assignedTo ?? answered.assignedTo;
+  const recipients = assignee
+    ? [assignee]
+    : (await core.models.Membership.forOrg(ticket.organizationId).where({ status: 'accepted' }).whereIn('role', ['admin', 'owner']).whereNotNull('userId').select('userId')).map((m) => m.userId!);
+  await core.deps.notifications.notify(ticket.organizationId, recipients, {
+    type: 'ticket_reply_received',
+    title: followUp ? `A reply to closed ticket #${answered.number} opened ticket #${ticket.number}` : `New reply on ticket #${ticket.number}`,
+    body: mail.content.slice(0, 200),
+    data: { ticketId: ticket.id, number: ticket.number, from: mail.from, ...(followUp ? { followUpOf: answered.id } : {}) },
   });
 }

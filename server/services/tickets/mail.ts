@@ -76,6 +76,7 @@ export class TicketMailer {
       messageId,
       ...(inReplyTo ? { inReplyTo, references } : {}),
       ...(opts.cc?.length ? { cc: opts.cc } : {}),
+      organizationId: ticket.organizationId,
     };
     const outbox = await this.deps.mailer.queue({ kind: `ticket_${kind}`, to, subject: ticketSubject(ticket), text: bodyOf(kind, ticket, organization, opts.content ?? null, identity?.signature ?? null), headers }, trx);
     const mail = await this.deps.models.TicketMail.forOrg(ticket.organizationId, trx).insertAndFetch({

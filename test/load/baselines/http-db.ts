@@ -5,6 +5,8 @@
 //   POST /login                        one bcrypt compare at BENCH_LOGIN_COST
 //   POST /observability/ai-calls       one multi-row INSERT of aiCallRow() rows
 //   GET  /contacts, GET /tickets       the lists' count and first page (crm; see crmList below)
+//   POST /channels/whatsapp/inbound/:id  X-Hub-Signature-256 checked over the raw body, then the inbound_events row
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
@@ -14,6 +16,8 @@ import { containsPattern } from '../../../db/search.js';
 import { normalizeTag } from '../../../server/services/contacts/fields.js';
 import { aiCallRow, type AiCallEvent } from '../../../server/services/observability.js';
 import { numberQuery } from '../../../server/services/tickets/rules.js';
+import { whatsappEvents, type WhatsAppWebhook } from '../../../server/services/channels/providers/whatsapp.js';
+import { BENCH_APP_SECRET } from '../lib/channel-webhooks.js';
 import { serveChild } from '../lib/proc.js';
 
 type Query = (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>;
@@ -58,6 +62,12 @@ const cost = Number(process.env.BENCH_LOGIN_COST ?? 12);
 const loginHash = await bcrypt.hash('bench password 0123', cost);
 
 const AI_COLUMNS = ['organization_id', 'conversation_id', 'occurred_at', 'provider', 'model_id', 'call_type', 'latency_ms', 'success', 'input_tokens', 'output_tokens', 'total_tokens', 'estimated_cost_usd', 'error'] as const;
+
+async function readRaw(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
 
 async function readJson(req: IncomingMessage): Promise<any> {
   const chunks: Buffer[] = [];
@@ -110,6 +120,23 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     const tuples = rows.map((r) => `(${AI_COLUMNS.map((c) => `$${params.push(r[c])}`).join(', ')})`);
     await db.query(`insert into ai_call_events (${AI_COLUMNS.join(', ')}) values ${tuples.join(', ')}`, params);
     return send(res, 201, { inserted: rows.length });
+  }
+  if (req.method === 'POST' && (m = /^\/channels\/whatsapp\/inbound\/([0-9a-f-]{36})$/.exec(url))) {
+    const raw = await readRaw(req);
+    const given = Buffer.from(String(req.headers['x-hub-signature-256'] ?? '').replace(/^sha256=/, ''));
+    const expected = Buffer.from(createHmac('sha256', BENCH_APP_SECRET).update(raw).digest('hex'));
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return send(res, 401, null);
+    // The same rows the app stores (one per message, deduplicated by wamid), without the job that processes them.
+    const events = whatsappEvents(JSON.parse(raw.toString('utf8')) as WhatsAppWebhook);
+    let stored = 0;
+    for (const e of events) {
+      const rows = await db.query(
+        `insert into inbound_events (organization_id, channel_id, provider_id, kind, payload) values ($1, $2, $3, $4, $5) on conflict (channel_id, provider_id) do nothing returning id`,
+        [orgId, m[1], e.providerId, e.payload.kind, JSON.stringify(e.payload)],
+      );
+      stored += rows.length;
+    }
+    return send(res, 200, { stored, duplicates: events.length - stored });
   }
   if (req.method === 'GET' && (url.startsWith('/contacts') || url.startsWith('/tickets'))) {
     const result = await crmList(orgId, new URL(url, 'http://x'));

@@ -13,6 +13,8 @@ declare module 'autocannon' {
   export interface Options {
     url: string;
     connections?: number;
+    /** Requests per second over all connections (an open-ish model: each connection waits its turn). */
+    overallRate?: number;
     duration?: number;
     amount?: number;
     timeout?: number;

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DEFAULT_LIMITS, type GeneratorLimits } from './stats.js';
 import { LOAD_DIR } from './proc.js';
 
-export const SCENARIOS = ['connections', 'chat', 'cluster', 'rest', 'ingest', 'crm', 'analytics', 'webhooks', 'knowledge'] as const;
+export const SCENARIOS = ['connections', 'chat', 'cluster', 'rest', 'ingest', 'crm', 'analytics', 'webhooks', 'knowledge', 'channels'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface Options {
@@ -45,7 +45,7 @@ export interface Options {
 
 export const USAGE = `npm run bench -- [flags]
 
-  --scenarios=connections,chat,cluster,rest,ingest,crm,analytics,webhooks,knowledge   which to run (default: all)
+  --scenarios=connections,chat,cluster,rest,ingest,crm,analytics,webhooks,knowledge,channels   which to run (default: all)
   --quick              smoke run with tiny sizes (CI: proves the harness works; figures mean nothing)
   --visitors=N         widget visitors (default 10000)
   --agents=N           agents, spread over the organizations (default 100)

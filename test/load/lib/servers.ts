@@ -96,6 +96,8 @@ function appEnv(ctx: RunContext, dataDir: string, postgres: boolean, redis: bool
     MIGRATE_ON_START: 'true',
     // The webhooks scenario's receiver listens on loopback.
     WEBHOOKS_ALLOW_PRIVATE: 'true',
+    // The channels scenario posts thousands of webhooks a second at one channel.
+    CHANNEL_INBOUND_RATE_LIMIT: '10000000',
     // Production mode needs the key that encrypts channel and webhook secrets; a fixed one suits a benchmark.
     ENCRYPTION_KEY: '0123456789abcdef'.repeat(4),
     ...BENCH_SECRETS,

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { simpleParser, type AddressObject } from 'mailparser';
 import nodemailer, { type Transporter } from 'nodemailer';
-import type { InboundMessage } from '../types.js';
+import type { InboundMedia, InboundMessage } from '../types.js';
 import { PROVIDER_TIMEOUT_MS, ProviderError } from './errors.js';
 
 export interface InboundJsonMail {
@@ -14,6 +14,8 @@ export interface InboundJsonMail {
   messageId?: unknown;
   inReplyTo?: unknown;
   references?: unknown;
+  /** `[{fileName, mimeType, content}]`, content in base64. */
+  attachments?: unknown;
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() ? v.trim() : null);
@@ -29,12 +31,24 @@ function mailbox(value: string): { address: string; name: string | null } {
 /** Without a Message-ID, the same bytes are the same mail. */
 const contentId = (raw: Buffer) => `<sha256-${createHash('sha256').update(raw).digest('hex')}@inbound>`;
 
+function jsonAttachments(value: unknown): InboundMedia[] {
+  if (!Array.isArray(value)) return [];
+  return value.flatMap((a: Record<string, unknown> | null, i): InboundMedia[] => {
+    const data = a && typeof a === 'object' ? str(a.content) : null;
+    return data ? [{ source: 'inline', fileName: str(a!.fileName) ?? `attachment-${i + 1}`, mimeType: str(a!.mimeType) ?? 'application/octet-stream', data }] : [];
+  });
+}
+
 export function mailFromJson(body: InboundJsonMail, raw: Buffer): InboundMessage | null {
   const from = str(body.from);
   if (!from) return null;
   const who = mailbox(from);
   const text = str(body.text) ?? (str(body.html) ? stripHtml(String(body.html)) : '');
-  return { kind: 'message', from: who.address, fromName: who.name, subject: str(body.subject), text: text || '(no text)', messageId: str(body.messageId) ?? contentId(raw), inReplyTo: str(body.inReplyTo), references: ids(body.references) };
+  const media = jsonAttachments(body.attachments);
+  return {
+    kind: 'message', from: who.address, fromName: who.name, subject: str(body.subject), text: text || (media.length ? '' : '(no text)'), messageId: str(body.messageId) ?? contentId(raw), inReplyTo: str(body.inReplyTo), references: ids(body.references),
+    ...(media.length ? { media } : {}),
+  };
 }
 
 export async function mailFromMime(raw: Buffer): Promise<InboundMessage | null> {
@@ -42,9 +56,14 @@ export async function mailFromMime(raw: Buffer): Promise<InboundMessage | null> 
   const from = (parsed.from as AddressObject | undefined)?.value[0];
   if (!from?.address) return null;
   const text = parsed.text?.trim() || (parsed.html ? stripHtml(parsed.html) : '');
+  // Images the HTML part shows inline (related) are part of the text, not files the customer sent.
+  const media: InboundMedia[] = parsed.attachments
+    .filter((a) => !a.related)
+    .map((a, i) => ({ source: 'inline', fileName: a.filename || `attachment-${i + 1}`, mimeType: a.contentType || 'application/octet-stream', data: a.content.toString('base64') }));
   return {
-    kind: 'message', from: from.address.toLowerCase(), fromName: from.name || null, subject: parsed.subject ?? null, text: text || '(no text)',
+    kind: 'message', from: from.address.toLowerCase(), fromName: from.name || null, subject: parsed.subject ?? null, text: text || (media.length ? '' : '(no text)'),
     messageId: parsed.messageId ?? contentId(raw), inReplyTo: parsed.inReplyTo ?? null, references: ids(parsed.references),
+    ...(media.length ? { media } : {}),
   };
 }
 
@@ -57,6 +76,8 @@ export interface OutgoingMail {
   messageId: string;
   inReplyTo?: string;
   references?: string[];
+  /** The organization's DKIM key when its domain is verified. */
+  dkim?: { domainName: string; keySelector: string; privateKey: string };
 }
 
 /** SMTP delivery for channel replies: 4xx and connection trouble retry, 5xx is final. */

@@ -43,3 +43,21 @@ export function failureOf(status: number, description: string, retryAfter: numbe
   if (status === 429 || status >= 500) return new ProviderError(`HTTP ${status}: ${description}`.slice(0, 300), true, retryAfter);
   return new ProviderError(`HTTP ${status}: ${description}`.slice(0, 300), false);
 }
+
+/** A file's bytes, refused past `maxBytes` (announced or actual) without reading further. */
+export async function download(url: string, headers: Record<string, string>, maxBytes: number): Promise<Buffer> {
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) });
+  if (!res.ok || !res.body) throw new ProviderError(`the file download answered ${res.status}`, res.status === 429 || res.status >= 500);
+  if (Number(res.headers.get('content-length') ?? 0) > maxBytes) {
+    await res.body.cancel();
+    throw new ProviderError(`the file is larger than ${maxBytes} bytes`, false);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.length;
+    if (size > maxBytes) throw new ProviderError(`the file is larger than ${maxBytes} bytes`, false);
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks);
+}

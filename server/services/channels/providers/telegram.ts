@@ -1,6 +1,12 @@
 // Telegram Bot API: the calls a channel makes (getMe, setWebhook, sendMessage) and reading an inbound Update.
-import type { InboundMessage } from '../types.js';
-import { failureOf, postJson, ProviderError } from './errors.js';
+import type { InboundMedia, InboundMessage } from '../types.js';
+import { download, failureOf, postJson, ProviderError } from './errors.js';
+
+interface TelegramFileRef {
+  file_id?: string;
+  file_name?: string;
+  mime_type?: string;
+}
 
 export interface TelegramUpdate {
   update_id?: number;
@@ -10,6 +16,12 @@ export interface TelegramUpdate {
     chat?: { id?: number | string };
     text?: string;
     caption?: string;
+    /** Sizes of one photo, smallest first. */
+    photo?: TelegramFileRef[];
+    document?: TelegramFileRef;
+    audio?: TelegramFileRef;
+    video?: TelegramFileRef;
+    voice?: TelegramFileRef;
   };
 }
 
@@ -36,6 +48,14 @@ export class TelegramApi {
     return this.call('setWebhook', { url, secret_token: secretToken, allowed_updates: ['message'] });
   }
 
+  /** A file's bytes: getFile for its path, then the file from the Bot API's file host. */
+  async fileBytes(fileId: string, maxBytes: number): Promise<Buffer> {
+    const file = await this.call<{ file_path?: string; file_size?: number }>('getFile', { file_id: fileId });
+    if (!file.file_path) throw new ProviderError('Telegram gave no file path', false);
+    if (typeof file.file_size === 'number' && file.file_size > maxBytes) throw new ProviderError(`the file has ${file.file_size} bytes, more than ${maxBytes}`, false);
+    return download(`${this.baseUrl}/file/bot${this.token}/${file.file_path}`, {}, maxBytes);
+  }
+
   async sendMessage(chatId: string, text: string): Promise<string> {
     const sent = await this.call<{ message_id: number }>('sendMessage', { chat_id: chatId, text });
     return String(sent.message_id);
@@ -45,8 +65,19 @@ export class TelegramApi {
 /** The message of an Update (null for kinds we do not take: edits, callbacks, messages without text). */
 export function telegramMessage(update: TelegramUpdate): InboundMessage | null {
   const m = update.message;
-  const text = m?.text ?? m?.caption;
-  if (!m || m.chat?.id === undefined || !text) return null;
+  if (!m || m.chat?.id === undefined) return null;
+  const media = telegramMedia(m);
+  const text = m.text ?? m.caption ?? '';
+  if (!text && !media.length) return null;
   const name = [m.from?.first_name, m.from?.last_name].filter(Boolean).join(' ') || m.from?.username || null;
-  return { kind: 'message', from: String(m.chat.id), fromName: name, subject: null, text, messageId: m.message_id === undefined ? null : String(m.message_id), inReplyTo: null, references: [] };
+  return { kind: 'message', from: String(m.chat.id), fromName: name, subject: null, text, messageId: m.message_id === undefined ? null : String(m.message_id), inReplyTo: null, references: [], ...(media.length ? { media } : {}) };
+}
+
+function telegramMedia(m: NonNullable<TelegramUpdate['message']>): InboundMedia[] {
+  // The largest size of a photo; photos come as JPEG.
+  const photo = m.photo?.at(-1);
+  if (photo?.file_id) return [{ source: 'telegram', fileId: photo.file_id, fileName: 'photo.jpg', mimeType: 'image/jpeg' }];
+  const ref = m.document ?? m.audio ?? m.video ?? m.voice;
+  if (!ref?.file_id) return [];
+  return [{ source: 'telegram', fileId: ref.file_id, fileName: ref.file_name ?? (m.voice ? 'voice.ogg' : null), mimeType: ref.mime_type ?? (m.voice ? 'audio/ogg' : null) }];
 }

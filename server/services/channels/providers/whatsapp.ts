@@ -1,15 +1,23 @@
 // WhatsApp Cloud API: sending a text through the Graph API and reading the webhook's messages and statuses.
-import type { InboundMessage, InboundStatus } from '../types.js';
-import { failureOf, postJson, ProviderError } from './errors.js';
+import type { InboundMedia, InboundMessage, InboundStatus } from '../types.js';
+import { download, failureOf, postJson, PROVIDER_TIMEOUT_MS, ProviderError } from './errors.js';
 
 interface WhatsAppValue {
   contacts?: { wa_id?: string; profile?: { name?: string } }[];
-  messages?: { id?: string; from?: string; type?: string; text?: { body?: string } }[];
+  messages?: ({ id?: string; from?: string; type?: string; text?: { body?: string } } & Partial<Record<string, WhatsAppMediaRef | unknown>>)[];
   statuses?: { id?: string; status?: string; errors?: { code?: number; title?: string }[] }[];
 }
 export interface WhatsAppWebhook {
   entry?: { changes?: { value?: WhatsAppValue }[] }[];
 }
+
+interface WhatsAppMediaRef {
+  id?: string;
+  mime_type?: string;
+  filename?: string;
+  caption?: string;
+}
+const MEDIA_TYPES = new Set(['image', 'document', 'audio', 'video', 'sticker']);
 
 /** Meta's error codes for a free-form message outside the 24-hour customer service window. */
 const OUTSIDE_WINDOW_CODES = new Set([131047, 131026]);
@@ -23,9 +31,11 @@ export function whatsappEvents(body: WhatsAppWebhook): { providerId: string; pay
       const names = new Map((value.contacts ?? []).map((c) => [c.wa_id, c.profile?.name ?? null]));
       for (const m of value.messages ?? []) {
         if (!m.id || !m.from) continue;
-        const text = m.type === 'text' || m.text ? (m.text?.body ?? '') : `[${m.type ?? 'unsupported'} message]`;
-        if (!text) continue;
-        out.push({ providerId: m.id, payload: { kind: 'message', from: m.from, fromName: names.get(m.from) ?? null, subject: null, text, messageId: m.id, inReplyTo: null, references: [] } });
+        const ref = m.type && MEDIA_TYPES.has(m.type) ? (m[m.type] as WhatsAppMediaRef | undefined) : undefined;
+        const media: InboundMedia[] = ref?.id ? [{ source: 'whatsapp', mediaId: ref.id, fileName: ref.filename ?? null, mimeType: ref.mime_type ?? null }] : [];
+        const text = m.type === 'text' || m.text ? (m.text?.body ?? '') : media.length ? (ref?.caption ?? '') : `[${m.type ?? 'unsupported'} message]`;
+        if (!text && !media.length) continue;
+        out.push({ providerId: m.id, payload: { kind: 'message', from: m.from, fromName: names.get(m.from) ?? null, subject: null, text, messageId: m.id, inReplyTo: null, references: [], ...(media.length ? { media } : {}) } });
       }
       for (const s of value.statuses ?? []) {
         if (!s.id || !['sent', 'delivered', 'read', 'failed'].includes(s.status ?? '')) continue;
@@ -35,6 +45,17 @@ export function whatsappEvents(body: WhatsAppWebhook): { providerId: string; pay
     }
   }
   return out;
+}
+
+/** A media file's bytes: its URL from the Graph API, then the file itself, both with the access token. */
+export async function fetchWhatsAppMedia(graphUrl: string, accessToken: string, mediaId: string, maxBytes: number): Promise<{ bytes: Buffer; mimeType: string | null }> {
+  const headers = { authorization: `Bearer ${accessToken}` };
+  const meta = await fetch(`${graphUrl}/${encodeURIComponent(mediaId)}`, { headers, signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) });
+  if (!meta.ok) throw new ProviderError(`the Graph API answered ${meta.status} for the media`, meta.status === 429 || meta.status >= 500);
+  const info = (await meta.json()) as { url?: string; mime_type?: string; file_size?: number };
+  if (!info.url) throw new ProviderError('the Graph API gave no media URL', false);
+  if (typeof info.file_size === 'number' && info.file_size > maxBytes) throw new ProviderError(`the file has ${info.file_size} bytes, more than ${maxBytes}`, false);
+  return { bytes: await download(info.url, headers, maxBytes), mimeType: info.mime_type ?? null };
 }
 
 /** Sends a text; answers the wamid. */
