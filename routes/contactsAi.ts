@@ -1,7 +1,6 @@
 // The AI service's contact routes (x-ai-tool-secret): seek a contact, and upsert one from a conversation without
 // ever overwriting a recorded value. `organizationId` is required; a conversation outside it answers 404.
 import { presentContact, presentContactConflict } from '../server/presenters/contact.js';
-import type { SourceInput } from '../server/services/contacts/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, object, uuid } from './schemas/common.js';
@@ -12,7 +11,7 @@ const ai = { kind: 'ai' } as const;
 
 export function contactAiRoutes(s: RouteServices): AnyRoute[] {
   return [
-    defineRoute<Record<string, never>, { organizationId: string; email?: string; phone?: string; name?: string }>({
+    defineRoute({
       method: 'get', path: '/contacts/ai/seek', operationId: 'aiSeekContact', tag: group, auth: ai,
       summary: 'Find a contact by email, else phone, else exact name (case-insensitive); nothing found is 200 `{found: false}`',
       description: 'One of `email`, `phone` or `name` is required (400 without). With several given, email is tried first, then phone, then name; several contacts with one name: the most recently active.',
@@ -24,7 +23,7 @@ export function contactAiRoutes(s: RouteServices): AnyRoute[] {
         return { message: contact ? 'Contact found' : 'No contact found', data: { found: !!contact, contact: contact ? presentContact(contact) : null } };
       },
     }),
-    defineRoute<SourceInput & { organizationId: string }>({
+    defineRoute({
       method: 'post', path: '/contacts/ai/upsert', operationId: 'aiUpsertContact', tag: group, auth: ai,
       summary: "Create or complete the conversation's contact from what the AI learned; 201 when created, else 200",
       description:

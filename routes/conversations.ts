@@ -1,8 +1,5 @@
 // /conversations: the agents' inbox, history, replies, status, routing, read marks, recents and contact links.
-import type { ConversationStatus } from '../db/models/Conversation.js';
-import type { MessageType } from '../db/models/Message.js';
 import { presentConversation, presentMessage } from '../server/presenters/conversation.js';
-import type { ContactInput } from '../server/services/conversations.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, object, paginationQuery, params, personName } from './schemas/common.js';
@@ -11,12 +8,11 @@ import { attachmentIds, clientMessageId, content, ConversationView, MessageView 
 const tag = 'Conversations';
 const auth = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
 const status = { type: 'string', enum: ['open', 'pending', 'resolved', 'closed'] } as const;
-type Id = { conversationId: string };
 const withMessages = { ...ConversationView, properties: { ...(ConversationView.properties as object), messages: { type: 'array', items: MessageView } } };
 
 export function conversationRoutes(s: RouteServices): AnyRoute[] {
   return [
-    defineRoute<Record<string, never>, { status?: ConversationStatus; assignedToMe?: boolean; unassigned?: boolean; q?: string; limit: number; offset: number }>({
+    defineRoute({
       method: 'get', path: '/conversations', operationId: 'listConversations', tag, auth,
       summary: 'Conversations of the active organization, newest activity first (without messages)',
       query: object({ ...paginationQuery, status, assignedToMe: { type: 'boolean' }, unassigned: { type: 'boolean' }, q: { type: 'string', maxLength: 200, description: 'Matches subject, visitor name or email, and message text' } }),
@@ -41,7 +37,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Recent conversations cleared' };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'get', path: '/conversations/:conversationId', operationId: 'getConversation', tag, auth,
       summary: 'One conversation with its whole message history, oldest first (internal notes included)',
       params: params('conversationId'),
@@ -52,7 +48,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Conversation', data: { ...presentConversation(conversation), messages: messages.map(presentMessage) } };
       },
     }),
-    defineRoute<Record<string, never>, { afterSeq?: number; beforeSeq?: number; limit: number }, Id>({
+    defineRoute({
       method: 'get', path: '/conversations/:conversationId/messages', operationId: 'listMessages', tag, auth,
       summary: 'A page of messages: after `afterSeq` (ascending), or the newest before `beforeSeq`',
       params: params('conversationId'),
@@ -64,7 +60,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Messages', data: messages.map(presentMessage) };
       },
     }),
-    defineRoute<{ content: string; type?: MessageType; private?: boolean; clientMessageId?: string; attachments?: string[] }, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/conversations/:conversationId/messages', operationId: 'replyToConversation', tag, auth,
       summary: 'Reply as an agent (or write an internal note with `private: true`)',
       description: 'A repeated `clientMessageId` answers 200 with the first message and announces nothing again; one already used by another sender in this conversation answers 409. A closed conversation answers 400 invalid_transition.',
@@ -77,7 +73,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Message sent', data: presentMessage(message) };
       },
     }),
-    defineRoute<{ status: ConversationStatus }, Record<string, never>, Id>({
+    defineRoute({
       method: 'patch', path: '/conversations/:conversationId/status', operationId: 'changeConversationStatus', tag, auth,
       summary: 'Change the status: open <-> pending, open|pending -> resolved, resolved -> open, any -> closed (final)',
       params: params('conversationId'),
@@ -85,7 +81,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Changed', data: ConversationView },
       handler: async ({ params, body, orgId }) => ({ message: 'Status changed', data: presentConversation(await s.conversations.changeStatus(orgId!, params.conversationId, body.status)) }),
     }),
-    defineRoute<{ agentId: string | null; reason?: string }, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/conversations/:conversationId/route', operationId: 'routeConversation', tag, auth,
       summary: 'Assign to an agent of the organization, or unassign with `agentId: null`',
       params: params('conversationId'),
@@ -96,14 +92,14 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         data: presentConversation(await s.routing.assign(orgId!, params.conversationId, body.agentId, { reason: body.reason ?? null, byUserId: actor!.userId })),
       }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/conversations/:conversationId/read', operationId: 'markConversationRead', tag, auth,
       summary: "Mark the visitor's messages as read (unreadCount back to 0)",
       params: params('conversationId'),
       response: { status: 200, description: 'Read', data: ConversationView },
       handler: async ({ params, orgId }) => ({ message: 'Marked as read', data: presentConversation(await s.conversations.markRead(orgId!, params.conversationId)) }),
     }),
-    defineRoute<ContactInput, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/conversations/:conversationId/contact', operationId: 'linkConversationContact', tag, auth,
       summary: 'Link a contact (`contactId`), unlink (`contactId: null`), or find-or-create by email and link',
       description: 'With name/email/phone/company and no contactId, the contact with that email is found (or created) and linked.',

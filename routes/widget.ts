@@ -1,7 +1,6 @@
 // /widget: configuration for admins, the public config, visitor tokens and the visitor's own conversations.
 import { presentMessage, presentVisitorConversation } from '../server/presenters/conversation.js';
 import { presentPublicWidget, presentWidget } from '../server/presenters/widget.js';
-import type { WidgetConfigInput } from '../server/services/widget.js';
 import { originOf } from './middleware/visitorCors.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
@@ -24,7 +23,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Widget', data: WidgetView },
       handler: async ({ orgId }) => ({ message: 'Widget', data: presentWidget(await s.widget.forOrg(orgId!)) }),
     }),
-    defineRoute<WidgetConfigInput>({
+    defineRoute({
       method: 'put', path: '/widget/manage', operationId: 'updateWidgetConfig', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
       summary: 'Change the widget configuration (fields given replace the stored ones)',
       description: '`allowedOrigins` empty allows every website; otherwise token exchange and visitor sockets must come from a listed origin.',
@@ -39,7 +38,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Widget', data: WidgetView },
       handler: async ({ orgId, body }) => ({ message: 'Widget updated', data: presentWidget(await s.widget.update(orgId!, body)) }),
     }),
-    defineRoute<Record<string, never>, { publicKey: string }>({
+    defineRoute({
       method: 'get', path: '/widget/config', operationId: 'getPublicWidgetConfig', tag, auth: { kind: 'public' },
       summary: 'The public part of a widget configuration, by public key',
       query: object({ publicKey }, ['publicKey']),
@@ -51,7 +50,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Widget configuration', data: presentPublicWidget(widget) };
       },
     }),
-    defineRoute<{ publicKey: string; sessionId?: string; visitor?: { name?: string; email?: string } }>({
+    defineRoute({
       method: 'post', path: '/widget/auth/token', operationId: 'createWidgetToken', tag, auth: { kind: 'public' }, rateLimit: 'widget-token',
       summary: 'Exchange the public key for a 24-hour widget_session token (resume a visitor with `sessionId`)',
       description:
@@ -73,7 +72,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Valid', data: object({ valid: { const: true }, sessionId: { type: 'string' }, organizationId: { type: 'string' } }) },
       handler: async ({ visitor }) => ({ message: 'Valid', data: { valid: true, sessionId: visitor!.sessionId, organizationId: visitor!.orgId } }),
     }),
-    defineRoute<{ message: string; source?: string; clientMessageId?: string }>({
+    defineRoute({
       method: 'post', path: '/widget/conversations', operationId: 'startWidgetConversation', tag, auth: { kind: 'widget' },
       summary: 'Start a conversation with a first message',
       description: 'A repeated `clientMessageId` answers 200 with the conversation it already started and announces nothing again.',
@@ -90,7 +89,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Conversations', data: { type: 'array', items: VisitorConversationView } },
       handler: async ({ visitor }) => ({ message: 'Conversations', data: (await s.widget.visitorConversations(visitor!)).map(presentVisitorConversation) }),
     }),
-    defineRoute<Record<string, never>, { afterSeq: number; limit: number }, { id: string }>({
+    defineRoute({
       method: 'get', path: '/widget/conversations/:id/messages', operationId: 'listWidgetMessages', tag, auth: { kind: 'widget' },
       summary: 'Public messages of one of the visitor\'s conversations (never internal notes)',
       params: params('id'),
@@ -98,7 +97,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Messages', data: { type: 'array', items: MessageView } },
       handler: async ({ visitor, params, query }) => ({ message: 'Messages', data: (await s.widget.visitorMessages(visitor!, params.id, query.afterSeq, query.limit)).map(presentMessage) }),
     }),
-    defineRoute<{ content: string; clientMessageId?: string; attachments?: string[] }, Record<string, never>, { id: string }>({
+    defineRoute({
       method: 'post', path: '/widget/conversations/:id/messages', operationId: 'sendWidgetMessage', tag, auth: { kind: 'widget' },
       summary: 'Write in one of the visitor\'s conversations (a resolved one reopens; a closed one starts a new conversation)',
       description: 'A repeated `clientMessageId` answers 200 with the first message; one already used by another sender in this conversation answers 409.',
@@ -111,7 +110,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Message sent', data: presentMessage(message) };
       },
     }),
-    defineRoute<{ publicKey: string }>({
+    defineRoute({
       method: 'post', path: '/widget/qr-scan', operationId: 'recordQrScan', tag, auth: { kind: 'public' }, rateLimit: 'qr-scan',
       summary: "Record a scan of the widget's QR code",
       body: object({ publicKey }, ['publicKey']),
@@ -122,7 +121,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Scan recorded' };
       },
     }),
-    defineRoute<Record<string, never>, { format: 'svg' | 'png' }>({
+    defineRoute({
       method: 'get', path: '/widget/qr', operationId: 'getWidgetQr', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
       summary: "The QR code of the widget's public chat link (image/svg+xml or image/png)",
       query: object({ format: { type: 'string', enum: ['svg', 'png'], default: 'svg' } }),

@@ -27,7 +27,7 @@ export const noteContent = { type: 'string', minLength: 1, maxLength: 5000, patt
 export const scalar = { anyOf: [{ type: 'string', maxLength: 2000 }, { type: 'number' }, { type: 'boolean' }] } as const;
 
 const text = (max: number) => ({ type: ['string', 'null'], maxLength: max }) as const;
-export const contactFields = { name: text(200), email: { ...email, type: ['string', 'null'] }, phone, company: text(200) };
+export const contactFields = { name: text(200), email: { ...email, type: ['string', 'null'] }, phone, company: text(200) } as const;
 
 export const ContactView: JsonSchema = {
   type: 'object',
