@@ -7,6 +7,7 @@ import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { object, paginationQuery, params, uuid } from './schemas/common.js';
 import { attributeKey, attributes, AttributeDefinitionView, ConflictView, contactFields, ContactView, identities, noteContent, NoteView, scalar, tag, tags } from './schemas/contacts.js';
+import { SEARCH_TEXT_MAX } from '../server/limits.js';
 
 const group = 'Contacts';
 const agent = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
@@ -27,7 +28,7 @@ function collectionRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/contacts', operationId: 'listContacts', tag: group, auth: agent,
       summary: 'Contacts of the active organization; literal search, tag filter, fixed sorts',
       description: '`q` matches name, email, phone or company anywhere, case-insensitively and literally (`%`, `_`, `\\` and regex characters are plain text); spaces and dashes in a phone-like `q` are ignored against phones.',
-      query: object({ ...pageQuery, q: { type: 'string', maxLength: 200 }, tag: { ...tag, description: 'Only contacts with this tag' } }),
+      query: object({ ...pageQuery, q: { type: 'string', maxLength: SEARCH_TEXT_MAX }, tag: { ...tag, description: 'Only contacts with this tag' } }),
       response: { status: 200, description: 'Contacts', data: list(ContactView), paginated: true },
       handler: async ({ orgId, query }) => {
         const { contacts, total } = await s.contacts.list(orgId!, query);

@@ -2,8 +2,9 @@
 import { presentConversation, presentMessage } from '../server/presenters/conversation.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
-import { email, object, paginationQuery, params, personName } from './schemas/common.js';
+import { email, object, pageSize, paginationQuery, params, personName } from './schemas/common.js';
 import { attachmentIds, clientMessageId, content, ConversationView, MessageView } from './schemas/live.js';
+import { SEARCH_TEXT_MAX } from '../server/limits.js';
 
 const tag = 'Conversations';
 const auth = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
@@ -15,7 +16,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
     defineRoute({
       method: 'get', path: '/conversations', operationId: 'listConversations', tag, auth,
       summary: 'Conversations of the active organization, newest activity first (without messages)',
-      query: object({ ...paginationQuery, status, assignedToMe: { type: 'boolean' }, unassigned: { type: 'boolean' }, q: { type: 'string', maxLength: 200, description: 'Matches subject, visitor name or email, and message text' } }),
+      query: object({ ...paginationQuery, status, assignedToMe: { type: 'boolean' }, unassigned: { type: 'boolean' }, q: { type: 'string', maxLength: SEARCH_TEXT_MAX, description: 'Matches subject, visitor name or email, and message text' } }),
       response: { status: 200, description: 'Conversations', data: { type: 'array', items: ConversationView }, paginated: true },
       handler: async ({ query, orgId, actor }) => {
         const { conversations, total } = await s.conversations.list(orgId!, actor!.userId, query);
@@ -52,7 +53,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/conversations/:conversationId/messages', operationId: 'listMessages', tag, auth,
       summary: 'A page of messages: after `afterSeq` (ascending), or the newest before `beforeSeq`',
       params: params('conversationId'),
-      query: object({ afterSeq: { type: 'integer', minimum: 0 }, beforeSeq: { type: 'integer', minimum: 1 }, limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }),
+      query: object({ afterSeq: { type: 'integer', minimum: 0 }, beforeSeq: { type: 'integer', minimum: 1 }, limit: pageSize() }),
       response: { status: 200, description: 'Messages, ascending by seq', data: { type: 'array', items: MessageView } },
       handler: async ({ params, query, orgId }) => {
         await s.conversations.get(orgId!, params.conversationId);

@@ -7,6 +7,7 @@ import { AssistView, catalog, KnowledgeSourceView, searchLimit, searchQuery, Sea
 import { fileName, mimeType } from './schemas/storage.js';
 import { KNOWLEDGE_TYPES } from '../server/storage/rules.js';
 import type { RouteServices } from './services.js';
+import { SEARCH_TEXT_MAX } from '../server/limits.js';
 
 const tag = 'Knowledge';
 const agent = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
@@ -70,7 +71,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
     defineRoute({
       method: 'get', path: '/knowledge', operationId: 'listKnowledge', tag, auth: agent,
       summary: 'The organization\'s knowledge sources, newest first (`q` searches titles)',
-      query: object({ status, source: sourceKind, q: { type: 'string', minLength: 1, maxLength: 200 }, ...paginationQuery }),
+      query: object({ status, source: sourceKind, q: { type: 'string', minLength: 1, maxLength: SEARCH_TEXT_MAX }, ...paginationQuery }),
       response: { status: 200, description: 'Sources', data: { type: 'array', items: KnowledgeSourceView }, paginated: true },
       handler: async ({ query, orgId }) => {
         const { rows, total } = await k.list(orgId!, query);

@@ -4,6 +4,7 @@ import { presentSignedIn } from '../server/presenters/session.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, MembershipView, object, OrganizationView, paginationQuery, params, personName, role, TokenPairView, UserView, uuid } from './schemas/common.js';
+import { SEARCH_TEXT_MAX } from '../server/limits.js';
 
 const tag = 'Memberships';
 const withInviteLink = { ...MembershipView, properties: { ...(MembershipView.properties as object), inviteLink: { type: 'string', format: 'uri', description: 'Only when no mail transport is configured' } } };
@@ -14,7 +15,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/memberships/organizations/:orgId/members', operationId: 'listMembers', tag, auth: { kind: 'org', role: 'agent', orgFrom: 'path' },
       summary: 'Members and pending invitations of the organization',
       params: params('orgId'),
-      query: object({ ...paginationQuery, q: { type: 'string', maxLength: 200, description: 'Matches name or email' }, role, status: { type: 'string', enum: ['pending', 'accepted', 'suspended'] } }),
+      query: object({ ...paginationQuery, q: { type: 'string', maxLength: SEARCH_TEXT_MAX, description: 'Matches name or email' }, role, status: { type: 'string', enum: ['pending', 'accepted', 'suspended'] } }),
       response: { status: 200, description: 'Members', data: { type: 'array', items: MembershipView }, paginated: true },
       handler: async ({ params, query }) => {
         const { members, total } = await s.memberships.list(params.orgId, query);

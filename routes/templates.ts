@@ -3,6 +3,7 @@ import { presentTemplate } from '../server/presenters/template.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { dateTime, object, paginationQuery, params, uuid } from './schemas/common.js';
+import { SEARCH_TEXT_MAX } from '../server/limits.js';
 
 const tag = 'Templates';
 const agent = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
@@ -24,7 +25,7 @@ export function templateRoutes(s: RouteServices): AnyRoute[] {
     defineRoute({
       method: 'get', path: '/templates', operationId: 'listTemplates', tag, auth: agent,
       summary: 'Templates of the active organization, by title; filter by category, search title and shortcut',
-      query: object({ ...paginationQuery, category: { type: 'string', maxLength: 100 }, q: { type: 'string', maxLength: 200 } }),
+      query: object({ ...paginationQuery, category: { type: 'string', maxLength: 100 }, q: { type: 'string', maxLength: SEARCH_TEXT_MAX } }),
       response: { status: 200, description: 'Templates', data: { type: 'array', items: TemplateView }, paginated: true },
       handler: async ({ orgId, query }) => {
         const { templates, total } = await s.templates.list(orgId!, query);

@@ -5,7 +5,8 @@ import { presentTicket, presentTicketEvent } from '../server/presenters/ticket.j
 import type { TicketActor } from '../server/services/tickets/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
-import { email, object, paginationQuery, params, uuid } from './schemas/common.js';
+import { email, object, pageSize, paginationQuery, params, uuid } from './schemas/common.js';
+import { CLIENT_MESSAGE_ID_MAX } from '../server/limits.js';
 import {
   assignedTo, description, DeliveryView, dueAt, eventText, priority, requester, searchQuery, settableStatus, tags, TICKET_STATUSES, TicketEventView, TicketView, title,
 } from './schemas/tickets.js';
@@ -94,7 +95,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       description:
         'Queued in the mail outbox From "<organization> via <platform>" (MAIL_FROM\'s address), subject "[#number] title", with its own Message-ID, In-Reply-To the previous mail\'s and References the thread. A ticket without requester email: 400 validation_failed; a closed or merged ticket: 400 invalid_transition. A repeated `clientMessageId` answers 200 with the first reply and sends nothing. The status does not change.',
       params: params('ticketId'),
-      body: object({ content: eventText, clientMessageId: { type: 'string', minLength: 1, maxLength: 100 }, cc: { type: 'array', maxItems: 10, uniqueItems: true, items: email } }, ['content']),
+      body: object({ content: eventText, clientMessageId: { type: 'string', minLength: 1, maxLength: CLIENT_MESSAGE_ID_MAX }, cc: { type: 'array', maxItems: 10, uniqueItems: true, items: email } }, ['content']),
       response: { status: 201, description: 'The reply event and its delivery', data: object({ event: TicketEventView, delivery: DeliveryView }) },
       load,
       handler: async ({ orgId, actor, params, body }) => {
@@ -107,7 +108,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       summary: 'The timeline, oldest first',
       description: 'Pass the id of the last event you have as `after` to get only newer ones (an id that is not an event of this ticket: 400).',
       params: params('ticketId'),
-      query: object({ after: uuid, limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }),
+      query: object({ after: uuid, limit: pageSize() }),
       response: { status: 200, description: 'Events', data: { type: 'array', items: TicketEventView } },
       load,
       handler: async ({ orgId, params, query }) => ({ message: 'Ticket events', data: (await s.tickets.events(orgId!, params.ticketId, query)).map(presentTicketEvent) }),

@@ -4,7 +4,7 @@ import { presentPublicWidget, presentWidget } from '../server/presenters/widget.
 import { originOf } from './middleware/visitorCors.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
-import { email, freeForm, object, params, personName } from './schemas/common.js';
+import { email, freeForm, object, pageSize, params, personName } from './schemas/common.js';
 import { attachmentIds, clientMessageId, content, MessageView, VisitorConversationView, WidgetView } from './schemas/live.js';
 
 const tag = 'Widget';
@@ -93,7 +93,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/widget/conversations/:id/messages', operationId: 'listWidgetMessages', tag, auth: { kind: 'widget' },
       summary: 'Public messages of one of the visitor\'s conversations (never internal notes)',
       params: params('id'),
-      query: object({ afterSeq: { type: 'integer', minimum: 0, default: 0 }, limit: { type: 'integer', minimum: 1, maximum: 200, default: 100 } }),
+      query: object({ afterSeq: { type: 'integer', minimum: 0, default: 0 }, limit: pageSize(100) }),
       response: { status: 200, description: 'Messages', data: { type: 'array', items: MessageView } },
       handler: async ({ visitor, params, query }) => ({ message: 'Messages', data: (await s.widget.visitorMessages(visitor!, params.id, query.afterSeq, query.limit)).map(presentMessage) }),
     }),

@@ -22,5 +22,5 @@ export const TAGS_MAX = 50;
 export const TAG_LENGTH_MAX = 50;
 /** Custom attribute values of one contact. */
 export const CONTACT_ATTRIBUTES_MAX = 100;
-/** Characters of a note on a contact or a ticket. */
+/** Characters of a note on a contact. */
 export const NOTE_LENGTH_MAX = 5000;

@@ -9,6 +9,7 @@ import { Conflict, InvalidTransition, NotFound, ValidationFailed } from '../erro
 import { MessageBatcher, type BatchStats, type MessageBatcherOptions } from './messageBatch.js';
 import type { Outbox } from './webhooks/index.js';
 import { presentConversation } from '../presenters/conversation.js';
+import { MESSAGE_CONTENT_MAX } from '../limits.js';
 
 export type Sender =
   | { type: 'agent'; orgId: string; userId: string }
@@ -62,8 +63,6 @@ export interface SendResult {
   reopened: boolean;
 }
 
-export const MAX_CONTENT_LENGTH = 50_000;
-
 /** A NUL escape in JSON text: `\u0000` after an even number of backslashes (an odd one would be a literal backslash). */
 const NUL_IN_JSON = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 
@@ -101,8 +100,8 @@ export class MessageService {
   async send(sender: Sender, input: SendInput): Promise<SendResult> {
     // Internal notes come from agents, or from the platform itself (the AI's resolution summary).
     if (input.private && sender.type !== 'agent' && sender.type !== 'system') throw new ValidationFailed('Only agents write internal notes', [{ field: 'private', message: 'is for agents only' }]);
-    if (input.content.length === 0 || input.content.length > MAX_CONTENT_LENGTH) {
-      throw new ValidationFailed(`content must be 1..${MAX_CONTENT_LENGTH} characters`, [{ field: 'content', message: 'has the wrong length' }]);
+    if (input.content.length === 0 || input.content.length > MESSAGE_CONTENT_MAX) {
+      throw new ValidationFailed(`content must be 1..${MESSAGE_CONTENT_MAX} characters`, [{ field: 'content', message: 'has the wrong length' }]);
     }
     // PostgreSQL text cannot hold NUL; refused here with a clear error rather than failing a batch of other people's sends.
     if (input.content.includes('\u0000') || (input.metadata && NUL_IN_JSON.test(JSON.stringify(input.metadata)))) {

@@ -13,6 +13,7 @@ import { receiveTicketMail } from '../tickets/inbound.js';
 import type { InboundJob } from './inbound.js';
 import type { ChannelRow, InboundEventRow, InboundMessage, InboundStatus } from './types.js';
 import type { DeliveryUpdates } from './outbound.js';
+import { MESSAGE_CONTENT_MAX } from '../../limits.js';
 
 const SUBJECT_NUMBER = /\[#(\d{1,9})\]/;
 
@@ -73,7 +74,7 @@ export class InboundProcessor {
     const content = channel.type === 'email' && mail.subject && started ? `${mail.subject}\n\n${mail.text}` : mail.text;
     // The event id as clientMessageId: a job run twice stores the message once.
     const sent = await this.deps.messages.send({ type: 'contact', orgId, contactId }, {
-      conversationId: conversation!.id, content: content.slice(0, 50_000) || '(empty)', clientMessageId: `inbound:${event.id}`,
+      conversationId: conversation!.id, content: content.slice(0, MESSAGE_CONTENT_MAX) || '(empty)', clientMessageId: `inbound:${event.id}`,
       metadata: { channel: channel.type, channelId: channel.id, from: mail.from, ...(mail.subject ? { subject: mail.subject } : {}), ...(mail.messageId ? { providerMessageId: mail.messageId } : {}) },
     });
     if (started && !sent.duplicate) {
