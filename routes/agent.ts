@@ -1,5 +1,4 @@
 // /agent: your own agent profile, availability and workload in the active organization.
-import type { Availability } from '../db/models/Membership.js';
 import { presentUser } from '../server/presenters/user.js';
 import { AgentService, type AgentProfile } from '../server/services/agents.js';
 import type { RouteServices } from './services.js';
@@ -37,14 +36,14 @@ export function agentRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Profile', data: ProfileView },
       handler: async ({ orgId, actor }) => ({ message: 'Agent profile', data: presentProfile(await s.agents.profile(orgId!, actor!.userId)) }),
     }),
-    defineRoute<{ name?: string; avatarUrl?: string | null; signature?: string | null; maxOpenConversations?: number }>({
+    defineRoute({
       method: 'put', path: '/agent/profile', operationId: 'updateAgentProfile', tag, auth,
       summary: 'Change your name, avatar, signature or the most open conversations auto-assignment gives you',
       body: { ...object({ name: personName, avatarUrl: nullableUrl, signature: { type: ['string', 'null'], maxLength: 1000 }, maxOpenConversations: { type: 'integer', minimum: 0, maximum: 1000 } }), minProperties: 1 },
       response: { status: 200, description: 'Profile', data: ProfileView },
       handler: async ({ orgId, actor, body }) => ({ message: 'Agent profile updated', data: presentProfile(await s.agents.updateProfile(orgId!, actor!.userId, body)) }),
     }),
-    defineRoute<{ status: Availability }>({
+    defineRoute({
       method: 'patch', path: '/agent/status', operationId: 'setAgentStatus', tag, auth,
       summary: 'Choose your availability; agents of the organization receive user_status_update',
       body: object({ status: availability }, ['status']),

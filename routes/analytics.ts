@@ -1,7 +1,6 @@
 // /analytics: an organization's conversation, response, message and ticket figures; agents' rows; owners' view.
 import { presentAgentRow, presentAgentStats, presentOwnerSummary, presentOwnerTrends, presentSummary, presentTrends } from '../server/presenters/analytics.js';
 import { iso } from '../server/presenters/time.js';
-import type { AgentSort, AnalyticsQuery } from '../server/services/analytics/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { object } from './schemas/common.js';
@@ -17,7 +16,7 @@ const definitions =
 
 export function analyticsRoutes(s: RouteServices): AnyRoute[] {
   return [
-    defineRoute<Record<string, never>, AnalyticsQuery>({
+    defineRoute({
       method: 'get', path: '/analytics/summary', operationId: 'getAnalyticsSummary', tag, auth: agent,
       summary: 'Conversations, messages, first response, first human response, resolution and tickets over a period',
       description: definitions,
@@ -25,7 +24,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Summary', data: SummaryView },
       handler: async ({ orgId, query }) => ({ message: 'Analytics summary', data: presentSummary(await s.analytics.summary(orgId!, query)) }),
     }),
-    defineRoute<Record<string, never>, AnalyticsQuery>({
+    defineRoute({
       method: 'get', path: '/analytics/trends', operationId: 'getAnalyticsTrends', tag, auth: agent,
       summary: "The period's figures day by day, in the organization's time zone (or `timezone`)",
       description: definitions,
@@ -33,7 +32,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Trends', data: TrendsView },
       handler: async ({ orgId, query }) => ({ message: 'Analytics trends', data: presentTrends(await s.analytics.trends(orgId!, query)) }),
     }),
-    defineRoute<Record<string, never>, AnalyticsQuery & { sort: AgentSort; limit: number; offset: number }>({
+    defineRoute({
       method: 'get', path: '/analytics/agents', operationId: 'getAnalyticsAgents', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
       summary: "Every accepted member's row: assigned, resolved and open conversations, median first human response and resolution",
       description: `${definitions} Admins and owners only; an agent reads their own row at /analytics/agent/stats.`,
@@ -49,7 +48,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
         };
       },
     }),
-    defineRoute<Record<string, never>, Omit<AnalyticsQuery, 'agentId'>>({
+    defineRoute({
       method: 'get', path: '/analytics/agent/stats', operationId: 'getAnalyticsAgentStats', tag, auth: agent,
       summary: 'Your own row of /analytics/agents',
       description: definitions,
@@ -57,7 +56,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Your figures', data: AgentStatsView },
       handler: async ({ orgId, actor, query }) => ({ message: 'Your analytics', data: presentAgentStats(await s.analytics.agentStats(orgId!, actor!.userId, query)) }),
     }),
-    defineRoute<Record<string, never>, AnalyticsQuery & { organizationIds: string }>({
+    defineRoute({
       method: 'get', path: '/analytics/owner/summary', operationId: 'getOwnerAnalyticsSummary', tag, auth: { kind: 'bearer' },
       summary: 'The summary over several organizations you own: totals over all of them, and each one',
       description: `${definitions} Every id must be an organization you own (accepted owner membership), else 403.`,
@@ -69,7 +68,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Owner analytics summary', data: presentOwnerSummary(await s.analytics.ownerSummary(actor!.userId, organizationIds, rest)) };
       },
     }),
-    defineRoute<Record<string, never>, AnalyticsQuery & { organizationIds: string }>({
+    defineRoute({
       method: 'get', path: '/analytics/owner/trends', operationId: 'getOwnerAnalyticsTrends', tag, auth: { kind: 'bearer' },
       summary: 'Day-by-day figures over several organizations you own: totals and each one',
       description: `${definitions} Every id must be an organization you own (accepted owner membership), else 403.`,

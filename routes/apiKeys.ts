@@ -1,6 +1,6 @@
 // /api-keys: organization API keys, managed by admins. A key itself can never call these routes.
 import { presentApiKey } from '../server/presenters/apiKey.js';
-import { ALL_SCOPES, type CreateApiKeyInput } from '../server/services/apiKeys/index.js';
+import { ALL_SCOPES } from '../server/services/apiKeys/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { dateTime, nullableDateTime, object, paginationQuery, params, uuid } from './schemas/common.js';
@@ -14,11 +14,10 @@ const ApiKeyView = {
     botUserId: uuid, createdBy: { type: ['string', 'null'] }, expiresAt: nullableDateTime, lastUsedAt: nullableDateTime, revokedAt: nullableDateTime, createdAt: dateTime,
   },
 };
-type Id = { keyId: string };
 
 export function apiKeyRoutes(s: RouteServices): AnyRoute[] {
   const revoke = (method: 'delete' | 'post', path: string, operationId: string) =>
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method, path, operationId, tag, auth: admin, scope: null,
       summary: 'Revokes an API key: its next request answers 401 and its sockets are disconnected on every instance',
       params: params('keyId'),
@@ -26,7 +25,7 @@ export function apiKeyRoutes(s: RouteServices): AnyRoute[] {
       handler: async ({ orgId, params: p }) => ({ message: 'API key revoked', data: presentApiKey(await s.apiKeys.revoke(orgId!, p.keyId)) }),
     });
   return [
-    defineRoute<CreateApiKeyInput>({
+    defineRoute({
       method: 'post', path: '/api-keys', operationId: 'createApiKey', tag, auth: admin, scope: null,
       summary: 'Creates an API key; `token` is shown only in this answer',
       description:
@@ -45,7 +44,7 @@ export function apiKeyRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'API key created; store the token now, it is not shown again', data: { apiKey: presentApiKey(key), token } };
       },
     }),
-    defineRoute<Record<string, never>, { limit: number; offset: number; includeRevoked?: boolean }>({
+    defineRoute({
       method: 'get', path: '/api-keys', operationId: 'listApiKeys', tag, auth: admin, scope: null,
       summary: 'API keys of the active organization, newest first (revoked ones only with includeRevoked)',
       query: object({ ...paginationQuery, includeRevoked: { type: 'boolean', default: false } }),
@@ -55,7 +54,7 @@ export function apiKeyRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'API keys', data: keys.map(presentApiKey), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'get', path: '/api-keys/:keyId', operationId: 'getApiKey', tag, auth: admin, scope: null,
       summary: 'One API key (never its token)',
       params: params('keyId'),

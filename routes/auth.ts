@@ -5,13 +5,12 @@ import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, nullableUrl, object, otpCode, password, personName, SignedInView, TokenPairView, UserView, OrganizationView, OrganizationEntryView } from './schemas/common.js';
 
-type OtpType = 'email_verification' | 'password_reset';
 const otpType = { type: 'string', enum: ['email_verification', 'password_reset'] } as const;
 const tag = 'Authentication';
 
 export function authRoutes(s: RouteServices): AnyRoute[] {
   return [
-    defineRoute<{ name: string; email: string }>({
+    defineRoute({
       method: 'post', path: '/auth/initiate-signup', operationId: 'initiateSignup', tag, auth: { kind: 'public' }, rateLimit: 'initiate-signup',
       summary: 'Start a signup: emails a 6-digit code (type email_verification)',
       description: 'Answers 202 whether or not the email is registered; a registered email receives a sign-in notice instead of a code.',
@@ -22,7 +21,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'If this email can sign up, a verification code is on its way', data: {} };
       },
     }),
-    defineRoute<{ email: string; type: OtpType }>({
+    defineRoute({
       method: 'post', path: '/auth/resend-otp', operationId: 'resendOtp', tag, auth: { kind: 'public' }, rateLimit: 'resend-otp',
       summary: 'Send a new code for an open challenge (the old code stops working)',
       body: object({ email, type: otpType }, ['email', 'type']),
@@ -32,7 +31,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'If a code was requested for this email, a new one is on its way', data: {} };
       },
     }),
-    defineRoute<{ email: string; code: string; type: OtpType }>({
+    defineRoute({
       method: 'post', path: '/auth/verify-otp', operationId: 'verifyOtp', tag, auth: { kind: 'public' }, rateLimit: 'verify-otp',
       summary: 'Check a code: marks a signup email verified, or trades a password-reset code for a reset token',
       description: 'Codes are single use, valid 10 minutes; five wrong codes lock the challenge (400 invalid_otp).',
@@ -40,7 +39,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Verified', data: object({ verified: { const: true }, resetToken: { type: 'string' } }) },
       handler: async ({ body }) => ({ message: 'Code verified', data: await s.auth.verifyOtp(body) }),
     }),
-    defineRoute<{ email: string; organizationName: string; password: string; domain?: string; code?: string }>({
+    defineRoute({
       method: 'post', path: '/auth/complete-signup', operationId: 'completeSignup', tag, auth: { kind: 'public' },
       summary: 'Finish a signup: creates the user, the organization and an accepted owner membership',
       description: 'Needs a verified code, either through verify-otp first or inline as `code`. 409 when the email already has an account.',
@@ -49,7 +48,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
       errors: [409],
       handler: async ({ body, meta }) => ({ message: 'Welcome aboard', data: presentSignedIn(await s.auth.completeSignup(body, meta)) }),
     }),
-    defineRoute<{ email: string; password: string }>({
+    defineRoute({
       method: 'post', path: '/auth/login', operationId: 'login', tag, auth: { kind: 'public' }, rateLimit: 'login',
       summary: 'Sign in with email and password',
       description: '401 for any wrong pair, with the same body and timing whether or not the email is registered.',
@@ -58,7 +57,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
       errors: [401],
       handler: async ({ body, meta }) => ({ message: 'Signed in', data: presentSignedIn(await s.auth.login(body, meta)) }),
     }),
-    defineRoute<{ refreshToken: string }>({
+    defineRoute({
       method: 'post', path: '/auth/refresh-token', operationId: 'refreshToken', tag, auth: { kind: 'public' },
       summary: 'Trade a refresh token for a new access and refresh token',
       description: 'Each refresh token works once; presenting a used one revokes its whole session (401).',
@@ -67,7 +66,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
       errors: [401],
       handler: async ({ body }) => ({ message: 'Tokens refreshed', data: presentTokens(await s.auth.refresh(body.refreshToken)) }),
     }),
-    defineRoute<{ refreshToken?: string }>({
+    defineRoute({
       method: 'post', path: '/auth/logout', operationId: 'logout', tag, auth: { kind: 'bearer' },
       summary: 'End the session (its tokens and sockets stop working at once)',
       body: object({ refreshToken: { type: 'string', maxLength: 4096 } }),
@@ -89,14 +88,14 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Profile', data: presentOrganizationContext(profile.user, profile) };
       },
     }),
-    defineRoute<{ name?: string; avatarUrl?: string | null }>({
+    defineRoute({
       method: 'patch', path: '/auth/profile', operationId: 'updateProfile', tag, auth: { kind: 'bearer' },
       summary: 'Change your name or avatar',
       body: { ...object({ name: personName, avatarUrl: nullableUrl }), minProperties: 1 },
       response: { status: 200, description: 'Updated', data: object({ user: UserView }) },
       handler: async ({ body, actor }) => ({ message: 'Profile updated', data: { user: presentUser(await s.auth.updateProfile(actor!, body)) } }),
     }),
-    defineRoute<{ currentPassword: string; newPassword: string }>({
+    defineRoute({
       method: 'post', path: '/auth/change-password', operationId: 'changePassword', tag, auth: { kind: 'bearer' },
       summary: 'Change your password; every other session is signed out',
       body: object({ currentPassword: { type: 'string', minLength: 1, maxLength: 128 }, newPassword: password }, ['currentPassword', 'newPassword']),
@@ -106,7 +105,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Password changed' };
       },
     }),
-    defineRoute<{ email: string }>({
+    defineRoute({
       method: 'post', path: '/auth/forgot-password', operationId: 'forgotPassword', tag, auth: { kind: 'public' }, rateLimit: 'forgot-password',
       summary: 'Email a password-reset code and link',
       description: 'Always 200 with the same body, whether or not the email is registered.',
@@ -117,7 +116,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Password reset email sent' };
       },
     }),
-    defineRoute<{ email: string; code: string; newPassword: string }>({
+    defineRoute({
       method: 'post', path: '/auth/reset-password-otp', operationId: 'resetPasswordWithCode', tag, auth: { kind: 'public' }, rateLimit: 'reset-password',
       summary: 'Set a new password with the emailed code; signs out every session',
       body: object({ email, code: otpCode, newPassword: password }, ['email', 'code', 'newPassword']),
@@ -127,7 +126,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Password reset; sign in with your new password' };
       },
     }),
-    defineRoute<{ token: string; newPassword: string }>({
+    defineRoute({
       method: 'post', path: '/auth/reset-password', operationId: 'resetPasswordWithToken', tag, auth: { kind: 'public' }, rateLimit: 'reset-password',
       summary: 'Set a new password with the token of the emailed link (or of verify-otp); single use, signs out every session',
       body: object({ token: { type: 'string', minLength: 1, maxLength: 512 }, newPassword: password }, ['token', 'newPassword']),

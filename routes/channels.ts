@@ -1,6 +1,6 @@
 // /channels: an organization's email, WhatsApp and Telegram channels (agents read, admins change) and their deliveries.
 import { presentChannel, presentDelivery } from '../server/presenters/channel.js';
-import type { ChannelPatch, ChannelRow, ChannelSecrets, DeliveryStatus } from '../server/services/channels/index.js';
+import type { ChannelRow, ChannelSecrets } from '../server/services/channels/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { object, paginationQuery, params } from './schemas/common.js';
@@ -26,7 +26,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
   };
   const load = ({ orgId, params: a }: { orgId: string | null; params: Id }) => p.get(orgId!, a.channelId);
   return [
-    defineRoute<Record<string, never>, { limit: number; offset: number }>({
+    defineRoute({
       method: 'get', path: '/channels', operationId: 'listChannels', tag, auth: agent,
       summary: 'The organization\'s channels, newest first (secrets masked)',
       query: object({ ...paginationQuery }),
@@ -36,7 +36,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Channels', data: channels.map(present), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
-    defineRoute<{ name: string; address: string; domain?: string }>({
+    defineRoute({
       method: 'post', path: '/channels/email', operationId: 'createEmailChannel', tag, auth: admin,
       summary: 'Add an email channel: its signed webhook URL, the signing secret (shown only here) and its SMTP address',
       description: 'The plan\'s `channels` limit answers 403 `plan_limit_reached`.',
@@ -47,7 +47,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Email channel created', data: { channel: present(channel), inbound: { webhookUrl: p.inboundUrl(channel), secret: secrets.signingSecret, smtpAddress: p.smtpAddress(channel) } } };
       },
     }),
-    defineRoute<{ name: string; botToken: string }>({
+    defineRoute({
       method: 'post', path: '/channels/telegram', operationId: 'createTelegramChannel', tag, auth: admin,
       summary: 'Add a Telegram bot: checked with getMe, then its webhook is set with a secret token',
       description: 'A token Telegram refuses (getMe or setWebhook) answers 400.',
@@ -55,7 +55,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 201, description: 'The channel', data: ChannelView },
       handler: async ({ orgId, body }) => ({ message: 'Telegram channel created', data: present(await p.createTelegram(orgId!, body)) }),
     }),
-    defineRoute<{ name: string; phoneNumberId: string; wabaId: string; accessToken: string; appSecret: string }>({
+    defineRoute({
       method: 'post', path: '/channels/whatsapp', operationId: 'createWhatsAppChannel', tag, auth: admin,
       summary: 'Add a WhatsApp Cloud API number: pending until Meta calls the webhook handshake with the verify token',
       body: whatsappChannelBody,
@@ -65,7 +65,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'WhatsApp channel created', data: { channel: present(channel), webhook: { url: p.inboundUrl(channel), verifyToken: secrets.verifyToken } } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, { deliveryId: string }>({
+    defineRoute({
       method: 'post', path: '/channels/deliveries/:deliveryId/retry', operationId: 'retryChannelDelivery', tag, auth: admin,
       summary: 'Send a failed delivery again (its retry schedule starts over)',
       params: params('deliveryId'),
@@ -73,7 +73,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       errors: [400, 404],
       handler: async ({ orgId, params: a }) => ({ message: 'Delivery queued', data: presentDelivery(await s.channels.deliveries.retry(orgId!, a.deliveryId)) }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'get', path: '/channels/:channelId', operationId: 'getChannel', tag, auth: agent,
       summary: 'One channel (secrets masked)',
       params: params('channelId'),
@@ -81,7 +81,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       errors: [404],
       handler: async ({ orgId, params: a }) => ({ message: 'Channel', data: present(await p.get(orgId!, a.channelId)) }),
     }),
-    defineRoute<ChannelPatch, Record<string, never>, Id>({
+    defineRoute({
       method: 'patch', path: '/channels/:channelId', operationId: 'updateChannel', tag, auth: admin,
       summary: 'Rename, enable or disable a channel, or replace its credentials',
       description: 'A disabled channel answers its provider webhooks with 404 and sends nothing.',
@@ -91,7 +91,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       errors: [404],
       handler: async ({ orgId, params: a, body }) => ({ message: 'Channel updated', data: present(await p.update(orgId!, a.channelId, body)) }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'delete', path: '/channels/:channelId', operationId: 'deleteChannel', tag, auth: admin,
       summary: 'Remove a channel with its inbound events and deliveries (its conversations stay)',
       params: params('channelId'),
@@ -102,7 +102,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Channel deleted' };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/channels/:channelId/verify', operationId: 'verifyChannel', tag, auth: admin,
       summary: 'Check a channel (enabled, credentials readable, Telegram getMe, WhatsApp handshake done) and set its status',
       params: params('channelId'),
@@ -113,7 +113,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Channel checked', data: { status, checks, channel: present(channel) } };
       },
     }),
-    defineRoute<{ emails: string[] }, Record<string, never>, Id>({
+    defineRoute({
       method: 'patch', path: '/channels/:channelId/email/addresses', operationId: 'setEmailChannelAddresses', tag, auth: admin,
       summary: 'The addresses an email channel receives mail for',
       params: params('channelId'), load,
@@ -122,7 +122,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       errors: [400, 404],
       handler: async ({ orgId, params: a, body }) => ({ message: 'Addresses saved', data: present(await p.setAddresses(orgId!, a.channelId, body.emails)) }),
     }),
-    defineRoute<Record<string, never>, { status?: DeliveryStatus; limit: number; offset: number }, Id>({
+    defineRoute({
       method: 'get', path: '/channels/:channelId/deliveries', operationId: 'listChannelDeliveries', tag, auth: admin,
       summary: 'Outbound deliveries of a channel, newest first',
       params: params('channelId'),

@@ -11,7 +11,7 @@ const tag = 'Channels';
 
 export function channelAiRoutes(s: RouteServices): AnyRoute[] {
   return [
-    defineRoute<{ organizationId: string; conversationId: string; content: string; clientMessageId: string }, Record<string, never>, { channelId: string }>({
+    defineRoute({
       method: 'post', path: '/channels/:channelId/send', operationId: 'sendChannelMessageAi', tag, auth: { kind: 'ai' },
       summary: 'AI service: reply in a channel conversation; queued for delivery to the conversation\'s contact',
       description: 'The channel and the conversation must belong to `organizationId`, and the conversation to the channel (else 404). A repeated `clientMessageId` answers the stored message and queues nothing again.',

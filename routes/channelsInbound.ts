@@ -9,7 +9,6 @@ import { InboundView } from './schemas/channels.js';
 
 const tag = 'Channel webhooks';
 const provider = { kind: 'public' } as const;
-type Id = { channelId: string };
 const MAIL_LIMIT = 25 * 1024 * 1024;
 const JSON_LIMIT = 1024 * 1024;
 /** SES puts at most 150 KB of mail into an SNS notification; JSON escaping and Base64 make it larger. */
@@ -33,7 +32,7 @@ export function channelInboundRoutes(s: RouteServices): AnyRoute[] {
   const inbound = s.channels.inbound;
   const stored = { status: 200, description: 'Stored (or already stored: a redelivery changes nothing)', data: InboundView };
   return [
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/channels/email/inbound/:channelId', operationId: 'receiveInboundEmail', tag, auth: provider, rawBody: true, scope: null,
       summary: 'Inbound mail, signed: `X-Inbound-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, t + "." + raw body)>`',
       description: 'The body is the MIME message (message/rfc822 or text/plain), or JSON `{from, to, subject, text, html, messageId, inReplyTo, references, attachments: [{fileName, mimeType, content (base64)}]}`; at most 25 MiB. Attachments are stored as `channel_media` files and shown on the message. A signature that is wrong or more than 5 minutes off answers 401 and stores nothing; an unknown or disabled channel 404; too many calls for one channel 429.',
@@ -53,7 +52,7 @@ export function channelInboundRoutes(s: RouteServices): AnyRoute[] {
         return { message: received.confirmed ? 'Subscription confirmed' : 'Received', data: { stored: received.stored, duplicates: received.duplicates } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/channels/telegram/inbound/:channelId', operationId: 'receiveTelegramUpdate', tag, auth: provider, rawBody: true, scope: null,
       summary: 'A Telegram Update, authenticated by `X-Telegram-Bot-Api-Secret-Token`; deduplicated by update_id',
       params: params('channelId'),
@@ -61,7 +60,7 @@ export function channelInboundRoutes(s: RouteServices): AnyRoute[] {
       errors: [400, 401, 404, 413, 429],
       handler: async ({ params: a, ctx }) => ({ message: 'Received', data: await inbound.telegram(a.channelId, ctx.get('x-telegram-bot-api-secret-token'), await readRaw(ctx, JSON_LIMIT)) }),
     }),
-    defineRoute<Record<string, never>, { 'hub.mode'?: string; 'hub.verify_token'?: string; 'hub.challenge'?: string }, Id>({
+    defineRoute({
       method: 'get', path: '/channels/whatsapp/inbound/:channelId', operationId: 'verifyWhatsAppWebhook', tag, auth: provider, scope: null,
       summary: 'Meta\'s webhook handshake: echoes `hub.challenge` as text when `hub.verify_token` is the channel\'s (the channel becomes active)',
       params: params('channelId'),
@@ -70,7 +69,7 @@ export function channelInboundRoutes(s: RouteServices): AnyRoute[] {
       errors: [403, 404],
       handler: async ({ params: a, query }) => ({ message: 'Verified', raw: { contentType: 'text/plain', body: await inbound.whatsappHandshake(a.channelId, query['hub.mode'], query['hub.verify_token'], query['hub.challenge']) } }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/channels/whatsapp/inbound/:channelId', operationId: 'receiveWhatsAppWebhook', tag, auth: provider, rawBody: true, scope: null,
       summary: 'WhatsApp messages and statuses, signed `X-Hub-Signature-256: sha256=<HMAC-SHA256(appSecret, raw body)>`; messages deduplicated by wamid',
       params: params('channelId'),

@@ -1,30 +1,30 @@
 // The AI service's contact routes (x-ai-tool-secret): seek a contact, and upsert one from a conversation without
 // ever overwriting a recorded value. `organizationId` is required; a conversation outside it answers 404.
 import { presentContact, presentContactConflict } from '../server/presenters/contact.js';
-import type { SourceInput } from '../server/services/contacts/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, object, uuid } from './schemas/common.js';
 import { attributes, ConflictView, contactFields, ContactView, noteContent } from './schemas/contacts.js';
+import { PERSON_NAME_MAX } from '../server/limits.js';
 
 const group = 'Contacts (AI service)';
 const ai = { kind: 'ai' } as const;
 
 export function contactAiRoutes(s: RouteServices): AnyRoute[] {
   return [
-    defineRoute<Record<string, never>, { organizationId: string; email?: string; phone?: string; name?: string }>({
+    defineRoute({
       method: 'get', path: '/contacts/ai/seek', operationId: 'aiSeekContact', tag: group, auth: ai,
       summary: 'Find a contact by email, else phone, else exact name (case-insensitive); nothing found is 200 `{found: false}`',
       description: 'One of `email`, `phone` or `name` is required (400 without). With several given, email is tried first, then phone, then name; several contacts with one name: the most recently active.',
       // One of email, phone or name is required (checked by the service: 400 without any).
-      query: object({ organizationId: uuid, email, phone: { type: 'string', minLength: 1, maxLength: 50 }, name: { type: 'string', minLength: 1, maxLength: 200 } }, ['organizationId']),
+      query: object({ organizationId: uuid, email, phone: { type: 'string', minLength: 1, maxLength: 50 }, name: { type: 'string', minLength: 1, maxLength: PERSON_NAME_MAX } }, ['organizationId']),
       response: { status: 200, description: 'Found or not', data: object({ found: { type: 'boolean' }, contact: { oneOf: [ContactView, { type: 'null' }] } }) },
       handler: async ({ query }) => {
         const contact = await s.contacts.seek(query.organizationId, query);
         return { message: contact ? 'Contact found' : 'No contact found', data: { found: !!contact, contact: contact ? presentContact(contact) : null } };
       },
     }),
-    defineRoute<SourceInput & { organizationId: string }>({
+    defineRoute({
       method: 'post', path: '/contacts/ai/upsert', operationId: 'aiUpsertContact', tag: group, auth: ai,
       summary: "Create or complete the conversation's contact from what the AI learned; 201 when created, else 200",
       description:

@@ -1,15 +1,13 @@
 // /conversations: the agents' inbox, history, replies, status, routing, read marks, recents and contact links.
-import type { ConversationStatus, Priority } from '../db/models/Conversation.js';
-import type { MessageType } from '../db/models/Message.js';
 import { presentConversation, presentMessage } from '../server/presenters/conversation.js';
-import type { ContactInput } from '../server/services/conversations/index.js';
 import type { Rule } from '../server/policies/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { aliasOf, unalias } from './schemas/aliases.js';
-import { email, object, paginationQuery, params, personName } from './schemas/common.js';
+import { email, object, pageSize, paginationQuery, params, personName } from './schemas/common.js';
 import { tags } from './schemas/contacts.js';
 import { attachmentIds, clientMessageId, content, ConversationView, MessageView } from './schemas/live.js';
+import { SEARCH_TEXT_MAX } from '../server/limits.js';
 
 const tag = 'Conversations';
 const status = { type: 'string', enum: ['open', 'pending', 'resolved', 'closed'] } as const;
@@ -17,16 +15,15 @@ const priority = { type: 'string', enum: ['low', 'medium', 'high', 'urgent'] } a
 const assignee = { type: ['string', 'null'], format: 'uuid', description: 'The agent to assign (a user id of the organization); null unassigns' } as const;
 /** A route's auth and API key scope, from the conversation policy (the socket events apply the same rules). */
 const by = (rule: Rule) => ({ auth: { kind: 'org', role: rule.role, orgFrom: 'token' } as const, scope: rule.scope });
-type Id = { conversationId: string };
 const withMessages = { ...ConversationView, properties: { ...(ConversationView.properties as object), messages: { type: 'array', items: MessageView } } };
 
 export function conversationRoutes(s: RouteServices): AnyRoute[] {
   const rules = s.policies.conversation;
   return [
-    defineRoute<Record<string, never>, { status?: ConversationStatus; assignedToMe?: boolean; unassigned?: boolean; q?: string; limit: number; offset: number }>({
+    defineRoute({
       method: 'get', path: '/conversations', operationId: 'listConversations', tag, ...by(rules.read),
       summary: 'Conversations of the active organization, newest activity first (without messages)',
-      query: object({ ...paginationQuery, status, assignedToMe: { type: 'boolean' }, unassigned: { type: 'boolean' }, q: { type: 'string', maxLength: 200, description: 'Matches subject, visitor name or email, and message text' } }),
+      query: object({ ...paginationQuery, status, assignedToMe: { type: 'boolean' }, unassigned: { type: 'boolean' }, q: { type: 'string', maxLength: SEARCH_TEXT_MAX, description: 'Matches subject, visitor name or email, and message text' } }),
       response: { status: 200, description: 'Conversations', data: { type: 'array', items: ConversationView }, paginated: true },
       handler: async ({ query, orgId, actor }) => {
         const { conversations, total } = await s.conversations.list(orgId!, actor!.userId, query);
@@ -48,7 +45,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Recent conversations cleared' };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'get', path: '/conversations/:conversationId', operationId: 'getConversation', tag, ...by(rules.read),
       summary: 'One conversation with its whole message history, oldest first (internal notes included)',
       params: params('conversationId'),
@@ -59,7 +56,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Conversation', data: { ...presentConversation(conversation), messages: messages.map(presentMessage) } };
       },
     }),
-    defineRoute<{ priority?: Priority; tags?: string[] }, Record<string, never>, Id>({
+    defineRoute({
       method: 'patch', path: '/conversations/:conversationId', operationId: 'updateConversation', tag, ...by(rules.update),
       summary: 'Change the priority and/or the tags (tags replace the list; stored lowercased and trimmed, once each)',
       description: 'A real change is announced as the per-field changes are: `conversation_updated` to the agents, and the `conversation.updated` webhook naming the changed fields. Status, assignee and contact have their own routes.',
@@ -68,11 +65,11 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'The conversation', data: ConversationView },
       handler: async ({ params, body, orgId }) => ({ message: 'Conversation updated', data: presentConversation(await s.conversations.update(orgId!, params.conversationId, body)) }),
     }),
-    defineRoute<Record<string, never>, { afterSeq?: number; beforeSeq?: number; limit: number }, Id>({
+    defineRoute({
       method: 'get', path: '/conversations/:conversationId/messages', operationId: 'listMessages', tag, ...by(rules.read),
       summary: 'A page of messages: after `afterSeq` (ascending), or the newest before `beforeSeq`',
       params: params('conversationId'),
-      query: object({ afterSeq: { type: 'integer', minimum: 0 }, beforeSeq: { type: 'integer', minimum: 1 }, limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }),
+      query: object({ afterSeq: { type: 'integer', minimum: 0 }, beforeSeq: { type: 'integer', minimum: 1 }, limit: pageSize() }),
       response: { status: 200, description: 'Messages, ascending by seq', data: { type: 'array', items: MessageView } },
       handler: async ({ params, query, orgId }) => {
         await s.conversations.get(orgId!, params.conversationId);
@@ -80,7 +77,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Messages', data: messages.map(presentMessage) };
       },
     }),
-    defineRoute<{ content: string; type?: MessageType; private?: boolean; clientMessageId?: string; attachments?: string[] }, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/conversations/:conversationId/messages', operationId: 'replyToConversation', tag, ...by(rules.reply),
       summary: 'Reply as an agent (or write an internal note with `private: true`)',
       description: 'A repeated `clientMessageId` answers 200 with the first message and announces nothing again; one already used by another sender in this conversation answers 409. A closed conversation answers 400 invalid_transition.',
@@ -93,7 +90,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Message sent', data: presentMessage(message) };
       },
     }),
-    defineRoute<{ status: ConversationStatus }, Record<string, never>, Id>({
+    defineRoute({
       method: 'patch', path: '/conversations/:conversationId/status', operationId: 'changeConversationStatus', tag, ...by(rules.changeStatus),
       summary: 'Change the status: open <-> pending, open|pending -> resolved, resolved -> open, any -> closed (final)',
       params: params('conversationId'),
@@ -101,7 +98,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Changed', data: ConversationView },
       handler: async ({ params, body, orgId }) => ({ message: 'Status changed', data: presentConversation(await s.conversations.changeStatus(orgId!, params.conversationId, body.status)) }),
     }),
-    defineRoute<{ assignedTo?: string | null; agentId?: string | null; reason?: string }, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/conversations/:conversationId/route', operationId: 'routeConversation', tag, ...by(rules.assign),
       summary: 'Assign to an agent of the organization, or unassign with `assignedTo: null`',
       description: '`assignedTo` is required (`agentId`, its old name here, is still accepted).',
@@ -118,14 +115,14 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/conversations/:conversationId/read', operationId: 'markConversationRead', tag, ...by(rules.markRead),
       summary: "Mark the visitor's messages as read (unreadCount back to 0)",
       params: params('conversationId'),
       response: { status: 200, description: 'Read', data: ConversationView },
       handler: async ({ params, orgId }) => ({ message: 'Marked as read', data: presentConversation(await s.conversations.markRead(orgId!, params.conversationId)) }),
     }),
-    defineRoute<ContactInput, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/conversations/:conversationId/contact', operationId: 'linkConversationContact', tag, ...by(rules.linkContact),
       summary: 'Link a contact (`contactId`), unlink (`contactId: null`), or find-or-create by email and link',
       description: 'With name/email/phone/company and no contactId, the contact with that email is found (or created) and linked.',

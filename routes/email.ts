@@ -1,5 +1,5 @@
 // /email: the organization's mail sender identity (read by agents, changed by admins) and its DNS verification.
-import { EMAIL_TEMPLATES, type EmailIdentityInput, type TemplatedMail } from '../server/services/email/index.js';
+import { EMAIL_TEMPLATES } from '../server/services/email/index.js';
 import { email, object, otpCode, uuid } from './schemas/common.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
@@ -18,7 +18,7 @@ export function emailRoutes(s: RouteServices): AnyRoute[] {
       response: identity,
       handler: async ({ orgId }) => ({ message: 'Email identity', data: await s.email.get(orgId!) }),
     }),
-    defineRoute<EmailIdentityInput>({
+    defineRoute({
       method: 'put', path: '/email/identity', operationId: 'putEmailIdentity', tag, auth: admin,
       summary: 'Set the sender identity (From name and address, Reply-To, signature)',
       description: 'Until the domain of `fromAddress` is verified, mail leaves from the platform\'s address as "<Org> via <platform>" with Reply-To the organization\'s address. Changing `fromAddress` to another domain makes it unverified again.',
@@ -33,7 +33,7 @@ export function emailRoutes(s: RouteServices): AnyRoute[] {
       response: identity,
       handler: async ({ orgId }) => ({ message: 'Email identity checked', data: await s.email.verify(orgId!) }),
     }),
-    defineRoute<TemplatedMail>({
+    defineRoute({
       method: 'post', path: '/email/send', operationId: 'sendEmailAi', tag, auth: { kind: 'ai' },
       summary: 'AI service: mail the conversation\'s contact from a server-side template',
       description: '`to` must be the conversation\'s contact (else 400): no relay. The AI never sends HTML; templates are rendered here (`agent_verification_otp` issues a one-time code; a new one within 60 s is 429). A replay of `idempotencyKey` with the same body answers 200 with the same mail; another body 409.',
@@ -49,7 +49,7 @@ export function emailRoutes(s: RouteServices): AnyRoute[] {
         return { status: sent.replay ? 200 : 202, message: 'Mail queued', data: { emailId: sent.emailId, status: sent.status } };
       },
     }),
-    defineRoute<{ organizationId: string; conversationId: string; email: string; code: string }>({
+    defineRoute({
       method: 'post', path: '/email/verify-otp', operationId: 'verifyEmailOtpAi', tag, auth: { kind: 'ai' },
       summary: 'AI service: check the code mailed by agent_verification_otp; sets the contact\'s emailVerifiedAt',
       description: 'Codes are single use, valid 10 minutes, and 5 wrong tries lock them (400 invalid_otp).',

@@ -10,7 +10,7 @@ const dependency = {
   type: 'object',
   properties: { status: { enum: ['up', 'down', 'not_configured'] }, latencyMs: { type: 'number' }, reason: { type: 'string' } },
   required: ['status'],
-};
+} as const;
 
 export function healthRoutes(s: RouteServices, openapi: () => unknown): AnyRoute[] {
   return [

@@ -9,13 +9,11 @@ import type { RouteServices } from './services.js';
 
 const tag = 'Knowledge (AI service)';
 const ai = { kind: 'ai' } as const;
-type Doc = { documentId: string };
-type Org = { organizationId: string };
 
 export function knowledgeAiRoutes(s: RouteServices): AnyRoute[] {
   const k = s.knowledge;
   return [
-    defineRoute<Org & { q: string; limit: number; sourceId?: string; embedding?: number[] }>({
+    defineRoute({
       method: 'post', path: '/knowledge/ai/search', operationId: 'aiSearchKnowledge', tag, auth: ai,
       summary: 'Search the organization\'s chunks; with `embedding`, full-text and vector rankings are fused (reciprocal rank fusion)',
       description: 'Vector ranking uses the chunks that have an embedding of the same length (PUT /knowledge/ai/{documentId}/embeddings), by cosine similarity.',
@@ -23,7 +21,7 @@ export function knowledgeAiRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Best chunks first', data: { type: 'array', items: SearchHitView } },
       handler: async ({ body }) => ({ message: 'Results', data: await k.search(body.organizationId, body.q, { limit: body.limit, sourceId: body.sourceId, embedding: body.embedding }) }),
     }),
-    defineRoute<Org & { conversationId: string; question: string }>({
+    defineRoute({
       method: 'post', path: '/knowledge/ai/unanswered-questions', operationId: 'aiCaptureUnansweredQuestion', tag, auth: ai,
       summary: 'Record a question the AI could not answer: one row per normalized question, one occurrence per conversation',
       body: object({ organizationId: uuid, conversationId: uuid, question: { type: 'string', minLength: 1, maxLength: 2000, pattern: '\\S' } }, ['organizationId', 'conversationId', 'question']),
@@ -31,7 +29,7 @@ export function knowledgeAiRoutes(s: RouteServices): AnyRoute[] {
       errors: [404],
       handler: async ({ body }) => ({ message: 'Question recorded', data: await s.unanswered.capture(body.organizationId, body.conversationId, body.question) }),
     }),
-    defineRoute<Org & { model: string; items: { chunkId: string; embedding: number[] }[] }, Record<string, never>, Doc>({
+    defineRoute({
       method: 'put', path: '/knowledge/ai/:documentId/embeddings', operationId: 'aiStoreKnowledgeEmbeddings', tag, auth: ai,
       summary: 'Store embeddings for chunks of a source (real[]; pgvector is not required)',
       params: params('documentId'),
@@ -40,7 +38,7 @@ export function knowledgeAiRoutes(s: RouteServices): AnyRoute[] {
       errors: [404],
       handler: async ({ params: p, body }) => ({ message: 'Embeddings stored', data: await k.storeEmbeddings(body.organizationId, p.documentId, body.model, body.items) }),
     }),
-    defineRoute<Org & { status: 'indexed' | 'failed'; errorMessage?: string }, Record<string, never>, Doc>({
+    defineRoute({
       method: 'patch', path: '/knowledge/ai/:documentId/status', operationId: 'aiSetKnowledgeStatus', tag, auth: ai,
       summary: 'Report the outcome of the AI service\'s processing of a source',
       params: params('documentId'),
@@ -49,7 +47,7 @@ export function knowledgeAiRoutes(s: RouteServices): AnyRoute[] {
       errors: [404],
       handler: async ({ params: p, body }) => ({ message: 'Status set', data: presentKnowledgeSource(await k.setStatus(body.organizationId, p.documentId, body.status, body.errorMessage ?? null)) }),
     }),
-    defineRoute<Record<string, never>, Org, Doc>({
+    defineRoute({
       method: 'get', path: '/knowledge/ai/:documentId/sync-info', operationId: 'aiKnowledgeSyncInfo', tag, auth: ai,
       summary: 'A source and its chunks (text, and whether each has an embedding), to (re)compute embeddings',
       params: params('documentId'),

@@ -1,30 +1,28 @@
 // /memberships: members and invitations of an organization, and the public invitation flow.
-import type { MembershipStatus, Role } from '../db/models/Membership.js';
 import { presentMembership } from '../server/presenters/membership.js';
 import { presentSignedIn } from '../server/presenters/session.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, MembershipView, object, OrganizationView, paginationQuery, params, personName, role, TokenPairView, UserView, uuid } from './schemas/common.js';
+import { SEARCH_TEXT_MAX } from '../server/limits.js';
 
 const tag = 'Memberships';
-type OrgParams = { orgId: string };
-type MemberParams = { orgId: string; memberId: string };
 const withInviteLink = { ...MembershipView, properties: { ...(MembershipView.properties as object), inviteLink: { type: 'string', format: 'uri', description: 'Only when no mail transport is configured' } } };
 
 export function membershipRoutes(s: RouteServices): AnyRoute[] {
   return [
-    defineRoute<Record<string, never>, { limit: number; offset: number; q?: string; role?: Role; status?: MembershipStatus }, OrgParams>({
+    defineRoute({
       method: 'get', path: '/memberships/organizations/:orgId/members', operationId: 'listMembers', tag, auth: { kind: 'org', role: 'agent', orgFrom: 'path' },
       summary: 'Members and pending invitations of the organization',
       params: params('orgId'),
-      query: object({ ...paginationQuery, q: { type: 'string', maxLength: 200, description: 'Matches name or email' }, role, status: { type: 'string', enum: ['pending', 'accepted', 'suspended'] } }),
+      query: object({ ...paginationQuery, q: { type: 'string', maxLength: SEARCH_TEXT_MAX, description: 'Matches name or email' }, role, status: { type: 'string', enum: ['pending', 'accepted', 'suspended'] } }),
       response: { status: 200, description: 'Members', data: { type: 'array', items: MembershipView }, paginated: true },
       handler: async ({ params, query }) => {
         const { members, total } = await s.memberships.list(params.orgId, query);
         return { message: 'Members', data: members.map(presentMembership), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
-    defineRoute<{ email: string; role: Role; name?: string }, Record<string, never>, OrgParams>({
+    defineRoute({
       method: 'post', path: '/memberships/organizations/:orgId/members/invite', operationId: 'inviteMember', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'path' },
       summary: 'Invite someone by email (a single-use link valid 7 days)',
       description: "409 when the email is already a member or invited; 403 plan_limit_reached when the plan's humanAgents seats (accepted + pending) are taken; only owners invite owners.",
@@ -37,7 +35,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Invitation sent', data: { ...presentMembership(invited), ...(inviteLink ? { inviteLink } : {}) } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, MemberParams>({
+    defineRoute({
       method: 'post', path: '/memberships/organizations/:orgId/members/:memberId/resend-invite', operationId: 'resendInvite', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'path' },
       summary: 'Send a new invitation link (the previous link stops working)',
       params: params('orgId', 'memberId'),
@@ -48,7 +46,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Invitation sent again', data: { ...presentMembership(membership), ...(inviteLink ? { inviteLink } : {}) } };
       },
     }),
-    defineRoute<{ role: Role }, Record<string, never>, MemberParams>({
+    defineRoute({
       method: 'patch', path: '/memberships/organizations/:orgId/members/:memberId/role', operationId: 'changeMemberRole', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'path' },
       summary: "Change a member's role (not your own; admins cannot touch owners or grant owner)",
       params: params('orgId', 'memberId'),
@@ -60,7 +58,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
         data: presentMembership(await s.memberships.withUser(await s.memberships.changeRole(membership!, params.orgId, params.memberId, body.role))),
       }),
     }),
-    defineRoute<{ status: 'active' | 'suspended' }, Record<string, never>, MemberParams>({
+    defineRoute({
       method: 'patch', path: '/memberships/organizations/:orgId/members/:memberId/status', operationId: 'changeMemberStatus', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'path' },
       summary: 'Suspend a member (access ends at once, the record stays) or make them active again',
       params: params('orgId', 'memberId'),
@@ -72,7 +70,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
         data: presentMembership(await s.memberships.withUser(await s.memberships.changeStatus(membership!, params.orgId, params.memberId, body.status))),
       }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, MemberParams>({
+    defineRoute({
       method: 'delete', path: '/memberships/organizations/:orgId/members/:memberId', operationId: 'removeMember', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'path' },
       summary: 'Remove a member or withdraw an invitation',
       params: params('orgId', 'memberId'),
@@ -83,7 +81,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Member removed' };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, { token: string }>({
+    defineRoute({
       method: 'get', path: '/memberships/verify-invite/:token', operationId: 'verifyInvite', tag, auth: { kind: 'public' },
       summary: 'What an invitation link is for; 404 unknown, 410 used or expired',
       description: '`requiresPassword` is true when the invited email has no account yet (the client asks for a name and a new password).',
@@ -95,7 +93,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
       errors: [404, 410],
       handler: async ({ params }) => ({ message: 'Invitation', data: await s.memberships.verifyInvite(params.token) }),
     }),
-    defineRoute<{ token: string; name?: string; password?: string }>({
+    defineRoute({
       method: 'post', path: '/memberships/accept-invite', operationId: 'acceptInvite', tag, auth: { kind: 'public', optionalBearer: true },
       summary: 'Accept an invitation and sign in to the organization',
       description: 'A new person sends `name` and `password`; someone with an account sends their `password` or their bearer token.',

@@ -10,7 +10,7 @@ const auth = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
 
 export function notificationRoutes(s: RouteServices): AnyRoute[] {
   return [
-    defineRoute<Record<string, never>, { unreadOnly?: boolean; limit: number; offset: number }>({
+    defineRoute({
       method: 'get', path: '/notifications', operationId: 'listNotifications', tag, auth,
       summary: 'Your notifications, newest first',
       query: object({ ...paginationQuery, unreadOnly: { type: 'boolean', default: false } }),
@@ -32,7 +32,7 @@ export function notificationRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Marked', data: object({ updated: { type: 'integer' } }) },
       handler: async ({ orgId, actor }) => ({ message: 'All notifications read', data: { updated: await s.notifications.markAllRead(orgId!, actor!.userId) } }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, { id: string }>({
+    defineRoute({
       method: 'patch', path: '/notifications/:id/read', operationId: 'markNotificationRead', tag, auth,
       summary: "Mark one of your notifications as read (another user's id answers 404)",
       params: params('id'),

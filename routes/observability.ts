@@ -7,11 +7,11 @@ import { aiCallEventSchema } from '../server/services/observability.js';
 const tag = 'Observability';
 /** An event is flat; these bounds only refuse structural abuse, so every other fault is still reported per event. */
 const eventLimits = jsonLimits({ maxDepth: 4, maxBytes: 65_536 });
-const group = { calls: { type: 'integer' }, successRate: { type: 'number' }, avgLatencyMs: { type: 'number' }, totalTokens: { type: 'integer' }, totalCostUsd: { type: 'number' } };
+const group = { calls: { type: 'integer' }, successRate: { type: 'number' }, avgLatencyMs: { type: 'number' }, totalTokens: { type: 'integer' }, totalCostUsd: { type: 'number' } } as const;
 
 export function observabilityRoutes(s: RouteServices): AnyRoute[] {
   return [
-    defineRoute<{ events: unknown[] }>({
+    defineRoute({
       method: 'post', path: '/observability/ai-calls', operationId: 'ingestAiCalls', tag, auth: { kind: 'ai' },
       summary: 'Ingest a batch of 1..500 AI call events (spec endpoint 4)',
       description:
@@ -28,7 +28,7 @@ export function observabilityRoutes(s: RouteServices): AnyRoute[] {
         return { message: `${result.inserted} events stored`, data: result };
       },
     }),
-    defineRoute<Record<string, never>, { days: number }>({
+    defineRoute({
       method: 'get', path: '/observability/ai-calls/summary', operationId: 'summarizeAiCalls', tag, auth: { kind: 'org', role: 'agent', orgFrom: 'token' },
       summary: "AI call figures of the active organization over the last `days` (default 30)",
       query: object({ days: { type: 'integer', minimum: 1, maximum: 365, default: 30 } }),

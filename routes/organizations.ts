@@ -1,7 +1,6 @@
 // /organizations: the caller's organizations, settings, deletion, switching and plan entitlements.
 import { presentOrganization, presentOrganizationEntry } from '../server/presenters/organization.js';
 import { presentTokens } from '../server/presenters/session.js';
-import type { OrganizationSettings } from '../server/services/organizations.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { nullableUrl, object, OrganizationEntryView, OrganizationView, params, personName, role, TokenPairView } from './schemas/common.js';
@@ -27,7 +26,7 @@ export function organizationRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Organizations', data: list.map((o) => presentOrganizationEntry(o.organization, o.role)) };
       },
     }),
-    defineRoute<{ name: string; domain?: string | null }>({
+    defineRoute({
       method: 'post', path: '/organizations', operationId: 'createOrganization', tag, auth: { kind: 'bearer' },
       summary: 'Create an organization; you become its owner (switch to it to work in it)',
       body: object({ name: personName, domain }, ['name']),
@@ -57,14 +56,14 @@ export function organizationRoutes(s: RouteServices): AnyRoute[] {
       },
       handler: async ({ orgId }) => ({ message: 'Usage', data: await s.organizations.usage(orgId!) }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, { orgId: string }>({
+    defineRoute({
       method: 'get', path: '/organizations/:orgId', operationId: 'getOrganization', tag, auth: { kind: 'org', role: 'agent', orgFrom: 'path' },
       summary: 'One organization you are a member of',
       params: params('orgId'),
       response: { status: 200, description: 'Organization', data: OrganizationView },
       handler: async ({ params }) => ({ message: 'Organization', data: presentOrganization(await s.organizations.get(params.orgId)) }),
     }),
-    defineRoute<{ name?: string; domain?: string | null; logoUrl?: string | null; settings?: OrganizationSettings }, Record<string, never>, { orgId: string }>({
+    defineRoute({
       method: 'patch', path: '/organizations/:orgId', operationId: 'updateOrganization', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'path' },
       summary: 'Change name, domain, logo or settings (settings merge key by key)',
       params: params('orgId'),
@@ -72,7 +71,7 @@ export function organizationRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Updated', data: OrganizationView },
       handler: async ({ params, body }) => ({ message: 'Organization updated', data: presentOrganization(await s.organizations.update(params.orgId, body)) }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, { orgId: string }>({
+    defineRoute({
       method: 'delete', path: '/organizations/:orgId', operationId: 'deleteOrganization', tag, auth: { kind: 'org', role: 'owner', orgFrom: 'path' },
       summary: 'Delete the organization and everything it owns',
       params: params('orgId'),
@@ -82,7 +81,7 @@ export function organizationRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Organization deleted' };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, { orgId: string }>({
+    defineRoute({
       method: 'post', path: '/organizations/:orgId/switch', operationId: 'switchOrganization', tag, auth: { kind: 'bearer' },
       summary: 'Fresh tokens whose active organization is the selection (403 without an accepted membership there)',
       params: params('orgId'),

@@ -1,6 +1,7 @@
 // Route definitions: each route declares its schemas once; they validate requests (ajv) and describe the API (OpenAPI).
 import type { Router, RouterMiddleware } from '@koa/router';
 import type { ValidateFunction } from 'ajv';
+import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 import type { Context, Middleware } from 'koa';
 import { HttpMethodEnum, koaBody } from 'koa-body';
 import type { OperatorActor, VisitorActor } from '../server/auth/actor.js';
@@ -89,8 +90,21 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyRoute = RouteDef<any, any, any>;
 
-export function defineRoute<B = Record<string, never>, Q = Record<string, never>, P = Record<string, never>>(def: RouteDef<B, Q, P>): AnyRoute {
-  return def;
+/**
+ * What a request part holds once its schema accepted it (ajv's defaults applied, so a defaulted property is
+ * present); nothing when the route declares no schema for it.
+ */
+export type Input<S> = [S] extends [undefined] ? Record<string, never> : S extends JSONSchema ? FromSchema<S> : never;
+
+type SchemaParts = 'body' | 'query' | 'params';
+
+/** A route whose handler receives its body, query and params typed by the route's own schemas. */
+export type TypedRouteDef<BS, QS, PS> = Omit<RouteDef<Input<BS>, Input<QS>, Input<PS>>, SchemaParts> & { body?: BS; query?: QS; params?: PS };
+
+export function defineRoute<const BS extends JSONSchema | undefined = undefined, const QS extends JSONSchema | undefined = undefined, const PS extends JSONSchema | undefined = undefined>(
+  def: TypedRouteDef<BS, QS, PS>,
+): AnyRoute {
+  return def as AnyRoute;
 }
 
 interface BodyState {

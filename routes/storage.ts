@@ -1,7 +1,6 @@
 // Storage routes: presigned uploads and downloads for agents and widget visitors, the file list, deletion, the local
 // driver's signed URLs and the public avatar/logo link.
 import type { Context } from 'koa';
-import type { StoragePurpose } from '../db/models/StorageObject.js';
 import { NotFound } from '../server/errors.js';
 import { contentDisposition } from '../server/storage/driver.js';
 import { presentStorageObject, presentVisitorObject } from '../server/presenters/storage.js';
@@ -14,15 +13,6 @@ import type { RouteServices } from './services.js';
 const tag = 'Storage';
 const agent = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
 const widget = { kind: 'widget' } as const;
-type ObjectId = { objectId: string };
-type Signed = { expires: number; signature: string };
-interface PresignBody {
-  fileName: string;
-  mimeType: string;
-  sizeBytes: number;
-  purpose: StoragePurpose;
-  expiresIn?: number;
-}
 
 const operator = (a: Pick<HandlerArgs<unknown, unknown, unknown>, 'orgId' | 'actor' | 'membership'>): Extract<Uploader, { kind: 'operator' }> => ({
   kind: 'operator',
@@ -42,7 +32,7 @@ function serveHeaders(ctx: Context, mime: string, name: string, size?: number): 
 export function storageRoutes(s: RouteServices): AnyRoute[] {
   const storage = s.storage;
   return [
-    defineRoute<PresignBody>({
+    defineRoute({
       method: 'post', path: '/storage/presigned-upload', operationId: 'presignUpload', tag, auth: agent,
       summary: 'Start an upload: checks type, size and the plan\'s storage, and answers a signed PUT URL',
       description: 'Send the bytes with `upload.method` to `upload.url` carrying `upload.headers`, then call POST /storage/objects/{objectId}/complete. Uploads never completed are deleted after 24 hours. The plan\'s `storageMb` counts pending and uploaded files (403 plan_limit_reached).',
@@ -54,7 +44,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Upload ready', data: { objectId: p.object.id, object: presentStorageObject(p.object), upload: p.upload, expiresAt: p.expiresAt.toISOString() } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, ObjectId>({
+    defineRoute({
       method: 'post', path: '/storage/objects/:objectId/complete', operationId: 'completeUpload', tag, auth: agent,
       summary: 'Confirm an upload (its creator): the stored size and type are checked against the declaration',
       description: 'Missing bytes answer 400 (the upload may still be sent); a size or type that differs from the declaration answers 400 and deletes the object.',
@@ -62,7 +52,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Uploaded object', data: StorageObjectView },
       handler: async (a) => ({ message: 'Upload complete', data: presentStorageObject(await storage.complete(operator(a), a.params.objectId)) }),
     }),
-    defineRoute<{ objectId: string; expiresIn?: number }>({
+    defineRoute({
       method: 'post', path: '/storage/presigned-download', operationId: 'presignDownload', tag, auth: agent,
       summary: 'A signed download URL for an uploaded file of the organization',
       body: object({ objectId: uuid, expiresIn }, ['objectId']),
@@ -73,7 +63,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Download URL', data: { url: d.url, expiresAt: d.expiresAt.toISOString() } };
       },
     }),
-    defineRoute<Record<string, never>, { purpose?: StoragePurpose; status?: 'pending' | 'uploaded'; limit: number; offset: number }>({
+    defineRoute({
       method: 'get', path: '/storage/files', operationId: 'listFiles', tag, auth: agent,
       summary: 'The organization\'s files, newest first',
       query: object({ purpose, status: { type: 'string', enum: ['pending', 'uploaded'] }, ...paginationQuery }),
@@ -83,14 +73,14 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Files', data: rows.map(presentStorageObject), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, ObjectId>({
+    defineRoute({
       method: 'get', path: '/storage/metadata/:objectId', operationId: 'getFileMetadata', tag, auth: agent,
       summary: 'One file\'s metadata',
       params: params('objectId'),
       response: { status: 200, description: 'File', data: StorageObjectView },
       handler: async ({ params: p, orgId }) => ({ message: 'File', data: presentStorageObject(await storage.get(orgId!, p.objectId)) }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, ObjectId>({
+    defineRoute({
       method: 'delete', path: '/storage/:objectId', operationId: 'deleteFile', tag, auth: agent,
       summary: 'Delete a file (its uploader or an admin); a file still attached to a message or used by a knowledge source answers 409',
       params: params('objectId'),
@@ -101,7 +91,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'File deleted' };
       },
     }),
-    defineRoute<Record<string, never>, Signed, ObjectId>({
+    defineRoute({
       method: 'put', path: '/storage/local/:objectId', operationId: 'uploadLocalFile', tag, auth: { kind: 'public' }, rawBody: true,
       summary: 'The local driver\'s signed upload URL: the raw bytes, with the declared Content-Type',
       description: 'Only as handed out by POST /storage/presigned-upload. A different Content-Type answers 415, more bytes than declared 413, a bad or expired signature 403.',
@@ -115,7 +105,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Stored' };
       },
     }),
-    defineRoute<Record<string, never>, Signed, ObjectId>({
+    defineRoute({
       method: 'get', path: '/storage/local/:objectId', operationId: 'downloadLocalFile', tag, auth: { kind: 'public' },
       summary: 'The local driver\'s signed download URL: the file itself',
       params: params('objectId'),
@@ -128,7 +118,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'File', raw: { contentType: o.mimeType, body } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, ObjectId>({
+    defineRoute({
       method: 'get', path: '/storage/public/:objectId', operationId: 'getPublicFile', tag, auth: { kind: 'public' },
       summary: 'An avatar or logo, without a signature (other purposes answer 404)',
       description: 'Local storage answers the bytes; S3 answers 302 to a fresh signed URL.',
@@ -148,7 +138,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
     }),
 
     // Widget visitors: attachments only, and only their own files or those of their own conversations.
-    defineRoute<{ fileName: string; mimeType: string; sizeBytes: number; expiresIn?: number }>({
+    defineRoute({
       method: 'post', path: '/widget/storage/presigned-upload', operationId: 'presignWidgetUpload', tag, auth: widget,
       summary: 'A visitor starts uploading an attachment (then completes it and sends it with a message\'s `attachments`)',
       body: object({ fileName, mimeType, sizeBytes, expiresIn }, ['fileName', 'mimeType', 'sizeBytes']),
@@ -159,14 +149,14 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Upload ready', data: { objectId: p.object.id, object: presentVisitorObject(p.object), upload: p.upload, expiresAt: p.expiresAt.toISOString() } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, ObjectId>({
+    defineRoute({
       method: 'post', path: '/widget/storage/objects/:objectId/complete', operationId: 'completeWidgetUpload', tag, auth: widget,
       summary: 'A visitor confirms its own upload (checked like an agent\'s)',
       params: params('objectId'),
       response: { status: 200, description: 'Uploaded object', data: VisitorObjectView },
       handler: async ({ visitor, params: p }) => ({ message: 'Upload complete', data: presentVisitorObject(await storage.complete({ kind: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId }, p.objectId)) }),
     }),
-    defineRoute<{ objectId: string; expiresIn?: number }>({
+    defineRoute({
       method: 'post', path: '/widget/storage/presigned-download', operationId: 'presignWidgetDownload', tag, auth: widget,
       summary: 'A download URL for the visitor\'s own upload or a file of a public message in one of its conversations',
       body: object({ objectId: uuid, expiresIn }, ['objectId']),

@@ -1,11 +1,12 @@
 // /tickets: the agents' ticket desk (list, create, change, delete, timeline, notes, replies by mail, merge, links) and
 // turning a conversation into a ticket. A ticket route answers 404 for a ticket outside the organization first.
-import type { TicketPriority, TicketStatus } from '../db/models/Ticket.js';
+import type { TicketStatus } from '../db/models/Ticket.js';
 import { presentTicket, presentTicketEvent } from '../server/presenters/ticket.js';
-import type { NewTicket, ReplyInput, TicketActor, TicketChanges } from '../server/services/tickets/index.js';
+import type { TicketActor } from '../server/services/tickets/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
-import { email, object, paginationQuery, params, uuid } from './schemas/common.js';
+import { email, object, pageSize, paginationQuery, params, uuid } from './schemas/common.js';
+import { CLIENT_MESSAGE_ID_MAX } from '../server/limits.js';
 import {
   assignedTo, description, DeliveryView, dueAt, eventText, priority, requester, searchQuery, settableStatus, tags, TICKET_STATUSES, TicketEventView, TicketView, title,
 } from './schemas/tickets.js';
@@ -23,7 +24,7 @@ const agentOf = (orgId: string | null, userId: string): TicketActor => ({ type: 
 export function ticketRoutes(s: RouteServices): AnyRoute[] {
   const load = ({ orgId, params }: { orgId: string | null; params: Id }) => s.tickets.get(orgId!, params.ticketId);
   return [
-    defineRoute<Record<string, never>, { status?: string[]; priority?: TicketPriority; assignedTo?: string; contactId?: string; conversationId?: string; q?: string; limit: number; offset: number }>({
+    defineRoute({
       method: 'get', path: '/tickets', operationId: 'listTickets', tag, auth: agent,
       summary: 'Tickets of the active organization, newest first (highest number first)',
       description: 'Without `status`, every ticket but merged ones (they live on in their target). Filters combine with AND.',
@@ -43,7 +44,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Tickets', data: tickets.map(presentTicket), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
-    defineRoute<NewTicket>({
+    defineRoute({
       method: 'post', path: '/tickets', operationId: 'createTicket', tag, auth: agent,
       summary: 'Create a ticket (status open, source agent) with the next number of the organization',
       description: 'The requester is `contactId` (404 when not a contact of the organization) or `requester` (found or created as a contact by email), not both. With a requester email, the requester is mailed "[#number] title" as the first mail of the ticket\'s thread.',
@@ -51,14 +52,14 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 201, description: 'Created', data: TicketView },
       handler: async ({ orgId, actor, body }) => ({ message: 'Ticket created', data: presentTicket(await s.tickets.create(agentOf(orgId, actor!.userId), body)) }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'get', path: '/tickets/:ticketId', operationId: 'getTicket', tag, auth: agent,
       summary: 'One ticket',
       params: params('ticketId'),
       response: { status: 200, description: 'Ticket', data: TicketView },
       handler: async ({ orgId, params }) => ({ message: 'Ticket', data: presentTicket(await s.tickets.get(orgId!, params.ticketId)) }),
     }),
-    defineRoute<TicketChanges, Record<string, never>, Id>({
+    defineRoute({
       method: 'patch', path: '/tickets/:ticketId', operationId: 'updateTicket', tag, auth: agent,
       summary: 'Change fields, assignee or status',
       description: 'Each kind of change adds a timeline event. Becoming resolved or closed mails the requester (threaded). `contactId` changes the requester to that contact (null removes both). A merged ticket cannot change (400 invalid_transition).',
@@ -68,7 +69,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       load,
       handler: async ({ orgId, actor, params, body }) => ({ message: 'Ticket updated', data: presentTicket(await s.tickets.update(agentOf(orgId, actor!.userId), params.ticketId, body)) }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'delete', path: '/tickets/:ticketId', operationId: 'deleteTicket', tag, auth: admin,
       summary: 'Delete a ticket with its timeline (tickets merged into it keep their status, without mergedIntoId)',
       params: params('ticketId'),
@@ -79,7 +80,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Ticket deleted' };
       },
     }),
-    defineRoute<{ content: string }, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/tickets/:ticketId/notes', operationId: 'addTicketNote', tag, auth: agent,
       summary: 'An internal note on the timeline (never mailed)',
       params: params('ticketId'),
@@ -88,13 +89,13 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       load,
       handler: async ({ orgId, actor, params, body }) => ({ message: 'Note added', data: presentTicketEvent(await s.tickets.addNote(agentOf(orgId, actor!.userId), params.ticketId, body.content)) }),
     }),
-    defineRoute<ReplyInput, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/tickets/:ticketId/replies', operationId: 'replyToTicket', tag, auth: agent,
       summary: 'Reply to the requester by mail, in the ticket\'s thread',
       description:
         'Queued in the mail outbox From "<organization> via <platform>" (MAIL_FROM\'s address), subject "[#number] title", with its own Message-ID, In-Reply-To the previous mail\'s and References the thread. A ticket without requester email: 400 validation_failed; a closed or merged ticket: 400 invalid_transition. A repeated `clientMessageId` answers 200 with the first reply and sends nothing. The status does not change.',
       params: params('ticketId'),
-      body: object({ content: eventText, clientMessageId: { type: 'string', minLength: 1, maxLength: 100 }, cc: { type: 'array', maxItems: 10, uniqueItems: true, items: email } }, ['content']),
+      body: object({ content: eventText, clientMessageId: { type: 'string', minLength: 1, maxLength: CLIENT_MESSAGE_ID_MAX }, cc: { type: 'array', maxItems: 10, uniqueItems: true, items: email } }, ['content']),
       response: { status: 201, description: 'The reply event and its delivery', data: object({ event: TicketEventView, delivery: DeliveryView }) },
       load,
       handler: async ({ orgId, actor, params, body }) => {
@@ -102,17 +103,17 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already sent' : 'Reply sent', data: { event: presentTicketEvent(event), delivery } };
       },
     }),
-    defineRoute<Record<string, never>, { after?: string; limit: number }, Id>({
+    defineRoute({
       method: 'get', path: '/tickets/:ticketId/events', operationId: 'listTicketEvents', tag, auth: agent,
       summary: 'The timeline, oldest first',
       description: 'Pass the id of the last event you have as `after` to get only newer ones (an id that is not an event of this ticket: 400).',
       params: params('ticketId'),
-      query: object({ after: uuid, limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }),
+      query: object({ after: uuid, limit: pageSize() }),
       response: { status: 200, description: 'Events', data: { type: 'array', items: TicketEventView } },
       load,
       handler: async ({ orgId, params, query }) => ({ message: 'Ticket events', data: (await s.tickets.events(orgId!, params.ticketId, query)).map(presentTicketEvent) }),
     }),
-    defineRoute<{ targetTicketId: string }, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/tickets/:ticketId/merge', operationId: 'mergeTicket', tag, auth: agent,
       summary: 'Merge this ticket into `targetTicketId`; answers the target',
       description: 'In one transaction: this ticket becomes `merged` (final) with mergedIntoId, tickets merged into it earlier point at the target, and both timelines get a `merged` event; mail answering this ticket\'s thread lands on the target. A closed or merged ticket on either side: 400 invalid_transition; itself: 400 validation_failed; a target outside the organization: 404. On any failure nothing changes.',
@@ -122,7 +123,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       load,
       handler: async ({ orgId, actor, params, body }) => ({ message: 'Ticket merged', data: presentTicket(await s.tickets.merge(agentOf(orgId, actor!.userId), params.ticketId, body.targetTicketId)) }),
     }),
-    defineRoute<{ conversationId: string | null }, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/tickets/:ticketId/link', operationId: 'linkTicketConversation', tag, auth: agent,
       summary: 'Link the ticket to a conversation of the organization, or unlink it with `conversationId: null`',
       params: params('ticketId'),
@@ -134,7 +135,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
         data: presentTicket(await s.tickets.link(agentOf(orgId, actor!.userId), params.ticketId, body.conversationId)),
       }),
     }),
-    defineRoute<{ title: string; priority?: TicketPriority; description?: string | null }, Record<string, never>, { conversationId: string }>({
+    defineRoute({
       method: 'post', path: '/conversations/:conversationId/tickets', operationId: 'createTicketFromConversation', tag, auth: agent,
       summary: 'Turn a conversation into a ticket linked to it',
       description: "The requester is the conversation's contact, else its visitor (a visitor email is found or created as a contact). The source is the conversation's channel (widget, email, whatsapp, telegram), else agent.",

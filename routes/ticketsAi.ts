@@ -1,8 +1,6 @@
 // Ticket routes of the internal AI service (x-ai-tool-secret). `organizationId` is required and every conversation,
 // contact and ticket named is looked up inside it: anything outside answers 404 like a cross-tenant id.
-import type { TicketPriority } from '../db/models/Ticket.js';
 import { presentTicket } from '../server/presenters/ticket.js';
-import type { AiTicketInput, TicketChanges } from '../server/services/tickets/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { email, object, params, personName, uuid } from './schemas/common.js';
@@ -10,13 +8,11 @@ import { description, dueAt, idempotencyKey, priority, settableStatus, tags, Tic
 
 const tag = 'Tickets (AI service)';
 const ai = { kind: 'ai' } as const;
-type Id = { ticketId: string };
-type Org = { organizationId: string };
 const note = { type: 'string', minLength: 1, maxLength: 5000, pattern: '^[^\\u0000]*\\S[^\\u0000]*$' } as const;
 
 export function ticketAiRoutes(s: RouteServices): AnyRoute[] {
   return [
-    defineRoute<Org & AiTicketInput & { priority?: TicketPriority }>({
+    defineRoute({
       method: 'post', path: '/tickets/ai', operationId: 'aiCreateTicket', tag, auth: ai,
       summary: 'Create a ticket (source ai), idempotently by `idempotencyKey`',
       description:
@@ -33,7 +29,7 @@ export function ticketAiRoutes(s: RouteServices): AnyRoute[] {
         return { status: created ? 201 : 200, message: created ? 'Ticket created' : 'Ticket already created with this key', data: presentTicket(ticket) };
       },
     }),
-    defineRoute<Record<string, never>, Org & { conversationId: string }>({
+    defineRoute({
       method: 'get', path: '/tickets/ai/status', operationId: 'aiTicketStatus', tag, auth: ai,
       summary: "The tickets of the conversation's contact (without a contact: the conversation's own), newest first, merged ones left out, at most 50",
       query: object({ organizationId: uuid, conversationId: uuid }, ['organizationId', 'conversationId']),
@@ -44,7 +40,7 @@ export function ticketAiRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Tickets', data: { contactId, tickets: tickets.map(presentTicket) } };
       },
     }),
-    defineRoute<Org & TicketChanges & { idempotencyKey?: string }, Record<string, never>, Id>({
+    defineRoute({
       method: 'patch', path: '/tickets/ai/:ticketId', operationId: 'aiUpdateTicket', tag, auth: ai,
       summary: 'Change fields or status of a ticket',
       description: 'Status rules as PATCH /tickets/{ticketId}. With `idempotencyKey`, a replay answers 200 with the ticket and applies nothing again; the same key with another body is 409.',
@@ -57,7 +53,7 @@ export function ticketAiRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Ticket updated', data: presentTicket(await s.tickets.ai.update(organizationId, params.ticketId, input)) };
       },
     }),
-    defineRoute<Org & { resolutionNote?: string; idempotencyKey?: string }, Record<string, never>, Id>({
+    defineRoute({
       method: 'patch', path: '/tickets/ai/:ticketId/close', operationId: 'aiCloseTicket', tag, auth: ai,
       summary: 'Close a ticket and mail the requester; closing a closed ticket changes and sends nothing',
       description: 'The resolution note is kept on the timeline (the status_changed event\'s content), not mailed. A merged ticket: 400 invalid_transition.',

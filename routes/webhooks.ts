@@ -1,14 +1,14 @@
 // /webhooks: outbound webhook subscriptions of the active organization and their delivery log (admins).
 import { presentWebhook, presentWebhookDelivery } from '../server/presenters/webhook.js';
-import { SUBSCRIBABLE, type WebhookInput } from '../server/services/webhooks/index.js';
+import { SUBSCRIBABLE } from '../server/services/webhooks/index.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { dateTime, nullableDateTime, object, paginationQuery, params, uuid } from './schemas/common.js';
 
 const tag = 'Webhooks';
 const admin = { kind: 'org', role: 'admin', orgFrom: 'token' } as const;
-const url = { type: 'string', minLength: 8, maxLength: 2000, description: 'https URL resolving to a public address (http and private targets only with WEBHOOKS_ALLOW_PRIVATE=true)' };
-const events = { type: 'array', minItems: 1, maxItems: 50, uniqueItems: true, items: { type: 'string', enum: SUBSCRIBABLE }, description: 'Event types, `<area>.*` or `*`' };
+const url = { type: 'string', minLength: 8, maxLength: 2000, description: 'https URL resolving to a public address (http and private targets only with WEBHOOKS_ALLOW_PRIVATE=true)' } as const;
+const events = { type: 'array', minItems: 1, maxItems: 50, uniqueItems: true, items: { type: 'string', enum: SUBSCRIBABLE }, description: 'Event types, `<area>.*` or `*`' } as const;
 const WebhookView = {
   type: 'object',
   properties: {
@@ -30,8 +30,6 @@ const DELIVERY_TEXT =
   'A 2xx within 10 s succeeds; timeouts, 429 (Retry-After honoured) and 5xx are retried after 1 m, 5 m, 30 m, 2 h, 6 h, 12 h and 24 h; other answers are final. ' +
   '410, or 50 failures in a row, disables the webhook and notifies the admins (`webhook_disabled`). At least once, unordered. ' +
   'Knowledge events: `knowledge.indexed` (`data: {document}`, once the chunks are searchable), `knowledge.failed` (`data: {document, error, attempts}`, once indexing failed after its retries).';
-type Id = { webhookId: string };
-type DeliveryId = Id & { deliveryId: string };
 
 export function webhookRoutes(s: RouteServices): AnyRoute[] {
   return [
@@ -41,7 +39,7 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Webhooks', data: { type: 'array', items: WebhookView } },
       handler: async ({ orgId }) => ({ message: 'Webhooks', data: (await s.webhooks.list(orgId!)).map(presentWebhook) }),
     }),
-    defineRoute<Required<Pick<WebhookInput, 'url' | 'events'>> & WebhookInput>({
+    defineRoute({
       method: 'post', path: '/webhooks', operationId: 'createWebhook', tag, auth: admin,
       summary: 'Subscribes a URL to events; the signing `secret` is shown only in this answer',
       description: DELIVERY_TEXT,
@@ -53,20 +51,20 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Webhook created; store the secret now, it is not shown again', data: { webhook: presentWebhook(webhook), secret } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'get', path: '/webhooks/:webhookId', operationId: 'getWebhook', tag, auth: admin,
       summary: 'One webhook', params: params('webhookId'),
       response: { status: 200, description: 'Webhook', data: WebhookView },
       handler: async ({ orgId, params: p }) => ({ message: 'Webhook', data: presentWebhook(await s.webhooks.get(orgId!, p.webhookId)) }),
     }),
-    defineRoute<WebhookInput, Record<string, never>, Id>({
+    defineRoute({
       method: 'patch', path: '/webhooks/:webhookId', operationId: 'updateWebhook', tag, auth: admin,
       summary: 'Changes the URL, the events or `enabled` (enabling again resets the failure count)', params: params('webhookId'),
       body: { ...object({ url, events, enabled: { type: 'boolean' } }), minProperties: 1 },
       response: { status: 200, description: 'Webhook', data: WebhookView },
       handler: async ({ orgId, params: p, body }) => ({ message: 'Webhook updated', data: presentWebhook(await s.webhooks.update(orgId!, p.webhookId, body)) }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'delete', path: '/webhooks/:webhookId', operationId: 'deleteWebhook', tag, auth: admin,
       summary: 'Deletes a webhook and its delivery log', params: params('webhookId'),
       response: { status: 200, description: 'Deleted' },
@@ -75,7 +73,7 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Webhook deleted' };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/webhooks/:webhookId/rotate-secret', operationId: 'rotateWebhookSecret', tag, auth: admin,
       summary: 'A new signing secret (shown once); the previous one also signs for 24 hours (a second `v1=` in X-Webhook-Signature)', params: params('webhookId'),
       response: { status: 200, description: 'The new secret', data: { type: 'object', properties: { webhook: WebhookView, secret: { type: 'string' }, previousSecretExpiresAt: dateTime } } },
@@ -84,13 +82,13 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Secret rotated', data: { webhook: presentWebhook(webhook), secret, previousSecretExpiresAt: previousSecretExpiresAt.toISOString() } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, Id>({
+    defineRoute({
       method: 'post', path: '/webhooks/:webhookId/test', operationId: 'testWebhook', tag, auth: admin,
       summary: 'Queues a `webhook.test` delivery (also to a disabled webhook)', params: params('webhookId'),
       response: { status: 202, description: 'The queued delivery', data: DeliveryView },
       handler: async ({ orgId, params: p }) => ({ message: 'Test delivery queued', data: presentWebhookDelivery(await s.webhooks.test(orgId!, p.webhookId)) }),
     }),
-    defineRoute<Record<string, never>, { status?: 'pending' | 'succeeded' | 'failed'; event?: string; limit: number; offset: number }, Id>({
+    defineRoute({
       method: 'get', path: '/webhooks/:webhookId/deliveries', operationId: 'listWebhookDeliveries', tag, auth: admin,
       summary: 'The delivery log of a webhook, newest first', params: params('webhookId'),
       query: object({ ...paginationQuery, status: { type: 'string', enum: ['pending', 'succeeded', 'failed'] }, event: { type: 'string', maxLength: 60 } }),
@@ -100,13 +98,13 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Deliveries', data: deliveries.map(presentWebhookDelivery), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
-    defineRoute<Record<string, never>, Record<string, never>, DeliveryId>({
+    defineRoute({
       method: 'get', path: '/webhooks/:webhookId/deliveries/:deliveryId', operationId: 'getWebhookDelivery', tag, auth: admin,
       summary: 'One delivery', params: params('webhookId', 'deliveryId'),
       response: { status: 200, description: 'Delivery', data: DeliveryView },
       handler: async ({ orgId, params: p }) => ({ message: 'Delivery', data: presentWebhookDelivery(await s.webhooks.delivery(orgId!, p.webhookId, p.deliveryId)) }),
     }),
-    defineRoute<Record<string, never>, Record<string, never>, DeliveryId>({
+    defineRoute({
       method: 'post', path: '/webhooks/:webhookId/deliveries/:deliveryId/redeliver', operationId: 'redeliverWebhookDelivery', tag, auth: admin,
       summary: 'Sends the same event again (same X-Webhook-Id and body) as a new delivery', params: params('webhookId', 'deliveryId'),
       response: { status: 202, description: 'The new delivery', data: DeliveryView },

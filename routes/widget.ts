@@ -1,14 +1,12 @@
 // /widget: configuration for admins, the public config, visitor tokens and the visitor's own conversations.
 import { presentMessage, presentVisitorConversation } from '../server/presenters/conversation.js';
 import { presentPublicWidget, presentWidget } from '../server/presenters/widget.js';
-import type { WidgetConfigInput } from '../server/services/widget.js';
-import type { MessageType } from '../db/models/Message.js';
 import { assertVisitorMessage } from '../server/policies/index.js';
 import { originOf } from './middleware/visitorCors.js';
 import type { RouteServices } from './services.js';
 import { defineRoute, type AnyRoute } from './registry.js';
 import { aliasOf, unalias } from './schemas/aliases.js';
-import { email, freeForm, object, params, personName } from './schemas/common.js';
+import { email, freeForm, object, pageSize, params, personName } from './schemas/common.js';
 import { attachmentIds, clientMessageId, content, MessageView, VisitorConversationView, WidgetView } from './schemas/live.js';
 
 const tag = 'Widget';
@@ -27,7 +25,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Widget', data: WidgetView },
       handler: async ({ orgId }) => ({ message: 'Widget', data: presentWidget(await s.widget.forOrg(orgId!)) }),
     }),
-    defineRoute<WidgetConfigInput>({
+    defineRoute({
       method: 'put', path: '/widget/manage', operationId: 'updateWidgetConfig', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
       summary: 'Change the widget configuration (fields given replace the stored ones)',
       description: '`allowedOrigins` empty allows every website; otherwise token exchange and visitor sockets must come from a listed origin.',
@@ -42,7 +40,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Widget', data: WidgetView },
       handler: async ({ orgId, body }) => ({ message: 'Widget updated', data: presentWidget(await s.widget.update(orgId!, body)) }),
     }),
-    defineRoute<Record<string, never>, { publicKey: string }>({
+    defineRoute({
       method: 'get', path: '/widget/config', operationId: 'getPublicWidgetConfig', tag, auth: { kind: 'public' },
       summary: 'The public part of a widget configuration, by public key',
       query: object({ publicKey }, ['publicKey']),
@@ -54,7 +52,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Widget configuration', data: presentPublicWidget(widget) };
       },
     }),
-    defineRoute<{ publicKey: string; sessionId?: string; visitor?: { name?: string; email?: string } }>({
+    defineRoute({
       method: 'post', path: '/widget/auth/token', operationId: 'createWidgetToken', tag, auth: { kind: 'public' }, rateLimit: 'widget-token',
       summary: 'Exchange the public key for a 24-hour widget_session token (resume a visitor with `sessionId`)',
       description:
@@ -76,7 +74,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Valid', data: object({ valid: { const: true }, sessionId: { type: 'string' }, organizationId: { type: 'string' } }) },
       handler: async ({ visitor }) => ({ message: 'Valid', data: { valid: true, sessionId: visitor!.sessionId, organizationId: visitor!.orgId } }),
     }),
-    defineRoute<{ content?: string; message?: string; source?: string; clientMessageId?: string }>({
+    defineRoute({
       method: 'post', path: '/widget/conversations', operationId: 'startWidgetConversation', tag, auth: { kind: 'widget' },
       summary: 'Start a conversation with a first message',
       description: '`content` is required (`message`, its old name here, is still accepted). A repeated `clientMessageId` answers 200 with the conversation it already started and announces nothing again.',
@@ -97,15 +95,15 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Conversations', data: { type: 'array', items: VisitorConversationView } },
       handler: async ({ visitor }) => ({ message: 'Conversations', data: (await s.widget.visitorConversations(visitor!)).map(presentVisitorConversation) }),
     }),
-    defineRoute<Record<string, never>, { afterSeq: number; limit: number }, { conversationId: string }>({
+    defineRoute({
       method: 'get', path: '/widget/conversations/:conversationId/messages', operationId: 'listWidgetMessages', tag, auth: { kind: 'widget' },
       summary: 'Public messages of one of the visitor\'s conversations (never internal notes)',
       params: params('conversationId'),
-      query: object({ afterSeq: { type: 'integer', minimum: 0, default: 0 }, limit: { type: 'integer', minimum: 1, maximum: 200, default: 100 } }),
+      query: object({ afterSeq: { type: 'integer', minimum: 0, default: 0 }, limit: pageSize(100) }),
       response: { status: 200, description: 'Messages', data: { type: 'array', items: MessageView } },
       handler: async ({ visitor, params, query }) => ({ message: 'Messages', data: (await s.widget.visitorMessages(visitor!, params.conversationId, query.afterSeq, query.limit)).map(presentMessage) }),
     }),
-    defineRoute<{ content: string; type?: MessageType; clientMessageId?: string; attachments?: string[] }, Record<string, never>, { conversationId: string }>({
+    defineRoute({
       method: 'post', path: '/widget/conversations/:conversationId/messages', operationId: 'sendWidgetMessage', tag, auth: { kind: 'widget' },
       summary: 'Write in one of the visitor\'s conversations (a resolved one reopens; a closed one starts a new conversation)',
       description:
@@ -121,7 +119,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Message sent', data: presentMessage(message) };
       },
     }),
-    defineRoute<{ publicKey: string }>({
+    defineRoute({
       method: 'post', path: '/widget/qr-scan', operationId: 'recordQrScan', tag, auth: { kind: 'public' }, rateLimit: 'qr-scan',
       summary: "Record a scan of the widget's QR code",
       body: object({ publicKey }, ['publicKey']),
@@ -132,7 +130,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
         return { message: 'Scan recorded' };
       },
     }),
-    defineRoute<Record<string, never>, { format: 'svg' | 'png' }>({
+    defineRoute({
       method: 'get', path: '/widget/qr', operationId: 'getWidgetQr', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
       summary: "The QR code of the widget's public chat link (image/svg+xml or image/png)",
       query: object({ format: { type: 'string', enum: ['svg', 'png'], default: 'svg' } }),

@@ -1,5 +1,6 @@
 // Wraps a socket event handler: validates the payload (ajv, compiled once), answers the ack, maps errors in one place.
 import type { ValidateFunction } from 'ajv';
+import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 import type { Socket } from 'socket.io';
 import { toAppError, ValidationFailed } from '../server/errors.js';
 import type { Logger } from '../server/logger.js';
@@ -18,10 +19,12 @@ export function validator(schema: object): ValidateFunction {
   return v;
 }
 
+/** What a payload holds once `S` accepted it (deferred, so that TypeScript infers S from the schema alone). */
+type Payload<S> = S extends JSONSchema ? FromSchema<S> : never;
 type Handler<P> = (payload: P) => Promise<unknown>;
 
-/** Registers `event` on the socket; a missing ack callback is tolerated (fire-and-forget clients). */
-export function on<P>(socket: Socket, logger: Logger, event: string, schema: object, handler: Handler<P>): void {
+/** Registers `event` on the socket; the handler receives the payload typed by `schema`, which validated it. A missing ack callback is tolerated (fire-and-forget clients). */
+export function on<const S extends Exclude<JSONSchema, boolean>>(socket: Socket, logger: Logger, event: string, schema: S, handler: Handler<Payload<S>>): void {
   const validate = validator(schema);
   socket.on(event, async (payload: unknown, ack?: unknown) => {
     const reply = typeof ack === 'function' ? (ack as (r: unknown) => void) : () => undefined;
@@ -29,7 +32,8 @@ export function on<P>(socket: Socket, logger: Logger, event: string, schema: obj
       if (!validate(payload)) {
         throw new ValidationFailed('The event payload is not valid', errorDetails(validate.errors, 'payload'));
       }
-      const data = await handler(payload as P);
+      // ajv accepted it, so it is what the schema describes.
+      const data = await handler(payload as never);
       reply({ success: true, data: data ?? {} });
     } catch (thrown) {
       const err = toAppError(thrown);

@@ -1,5 +1,7 @@
 // The realtime protocol, declared once: event names and payloads in both directions, for the server and for
 // agent and widget clients (import these types into a socket.io-client `Socket<ServerToClient, ClientToServer>`).
+// What clients send is typed from the payload schemas that validate it (schemas.ts).
+import type { FromSchema } from 'json-schema-to-ts';
 import type { ContactConflictView, ContactView } from '../server/presenters/contact.js';
 import type { ConversationView, MessageView } from '../server/presenters/conversation.js';
 import type { NotificationView } from '../server/presenters/notification.js';
@@ -7,31 +9,19 @@ import type { TicketView } from '../server/presenters/ticket.js';
 import type { ChannelDeliveryView, ChannelView } from '../server/presenters/channel.js';
 import type { LocalAssist } from '../server/services/knowledge/index.js';
 import type { TicketAction } from '../server/services/tickets/index.js';
+import type * as schemas from './schemas.js';
 
 export type Ack<T> = { success: true; data: T } | { success: false; error: { code: string; message: string; details: { field?: string; message: string; in?: string }[] } };
 export type AckFn<T> = (response: Ack<T>) => void;
 
-export type AgentStatus = 'online' | 'away' | 'busy' | 'offline';
+export type AgentStatus = UpdateStatusPayload['status'];
 
-export interface SendMessagePayload {
-  conversationId: string;
-  content: string;
-  type?: 'text' | 'image' | 'file';
-  /** Agents only: an internal note that never reaches the visitor. */
-  private?: boolean;
-  clientMessageId?: string;
-  /** Uploaded attachment objects (storage ids) shown with the message. */
-  attachments?: string[];
-}
-
-export interface ConversationRef {
-  conversationId: string;
-}
-
-export interface SyncPayload {
-  conversationId: string;
-  afterSeq: number;
-}
+/** An agent's message; `private` (agents only) makes it an internal note that never reaches the visitor. */
+export interface SendMessagePayload extends FromSchema<typeof schemas.agentSendMessage> {}
+export interface VisitorSendMessagePayload extends FromSchema<typeof schemas.visitorSendMessage> {}
+export interface ConversationRef extends FromSchema<typeof schemas.conversationRef> {}
+export interface SyncPayload extends FromSchema<typeof schemas.sync> {}
+export interface UpdateStatusPayload extends FromSchema<typeof schemas.updateStatus> {}
 
 /** Events an agent's client sends. */
 export interface AgentToServerEvents {
@@ -40,7 +30,7 @@ export interface AgentToServerEvents {
   leave_conversation: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
   typing_start: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
   typing_stop: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
-  update_status: (payload: { status: AgentStatus }, ack: AckFn<{ status: AgentStatus }>) => void;
+  update_status: (payload: UpdateStatusPayload, ack: AckFn<{ status: AgentStatus }>) => void;
   sync: (payload: SyncPayload, ack: AckFn<{ messages: MessageView[]; hasMore: boolean }>) => void;
   /** Knowledge passages and templates for the conversation at once; the AI service's suggestion follows as assist_result. */
   request_assist: (payload: ConversationRef, ack: AckFn<LocalAssist & { aiPending: boolean }>) => void;
@@ -48,7 +38,7 @@ export interface AgentToServerEvents {
 
 /** Events a visitor's widget sends. */
 export interface VisitorToServerEvents {
-  send_message: (payload: Omit<SendMessagePayload, 'private'>, ack: AckFn<{ message: MessageView }>) => void;
+  send_message: (payload: VisitorSendMessagePayload, ack: AckFn<{ message: MessageView }>) => void;
   typing_start: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
   typing_stop: (payload: ConversationRef, ack: AckFn<Record<string, never>>) => void;
   sync: (payload: SyncPayload, ack: AckFn<{ messages: MessageView[]; hasMore: boolean }>) => void;

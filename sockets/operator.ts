@@ -1,7 +1,7 @@
 // Agent socket events. The membership is reloaded for privileged events, so a role change or suspension applies at once.
 import { presentMessage } from '../server/presenters/conversation.js';
 import { on } from './ack.js';
-import type { AgentStatus, ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
+import type { ConversationRef } from './events.js';
 import type { AppSocket, RealtimeDeps } from './types.js';
 import { rooms } from './rooms.js';
 import { Forbidden } from '../server/errors.js';
@@ -41,13 +41,13 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
       .catch((err) => log.warn({ err }, 'presence update failed'));
   });
 
-  on<SendMessagePayload>(socket, log, 'send_message', schemas.agentSendMessage, async (p) => {
+  on(socket, log, 'send_message', schemas.agentSendMessage, async (p) => {
     await allow(rules.reply);
     const { message } = await deps.messages.send({ type: 'agent', orgId, userId: actor.userId }, p);
     return { message: presentMessage(message) };
   });
 
-  on<ConversationRef>(socket, log, 'request_assist', schemas.conversationRef, async (p) => {
+  on(socket, log, 'request_assist', schemas.conversationRef, async (p) => {
     await allow(rules.read);
     if (!deps.assist) return { conversationId: p.conversationId, query: '', passages: [], templates: [], aiPending: false };
     const assist = deps.assist;
@@ -57,14 +57,14 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
     return { ...local, aiPending: assist.forwards };
   });
 
-  on<ConversationRef>(socket, log, 'join_conversation', schemas.conversationRef, async (p) => {
+  on(socket, log, 'join_conversation', schemas.conversationRef, async (p) => {
     await allow(rules.read);
     await deps.conversations.agentJoined(orgId, p.conversationId);
     await socket.join(rooms.conversation(p.conversationId));
     return {};
   });
 
-  on<ConversationRef>(socket, log, 'leave_conversation', schemas.conversationRef, async (p) => {
+  on(socket, log, 'leave_conversation', schemas.conversationRef, async (p) => {
     await socket.leave(rooms.conversation(p.conversationId));
     return {};
   });
@@ -76,16 +76,16 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
     }
     return {};
   };
-  on<ConversationRef>(socket, log, 'typing_start', schemas.conversationRef, typing('agent_typing'));
-  on<ConversationRef>(socket, log, 'typing_stop', schemas.conversationRef, typing('agent_stopped_typing'));
+  on(socket, log, 'typing_start', schemas.conversationRef, typing('agent_typing'));
+  on(socket, log, 'typing_stop', schemas.conversationRef, typing('agent_stopped_typing'));
 
-  on<{ status: AgentStatus }>(socket, log, 'update_status', schemas.updateStatus, async (p) => {
+  on(socket, log, 'update_status', schemas.updateStatus, async (p) => {
     if (bot) throw new Forbidden('An API key has no agent status');
     await deps.membershipCheck.active(orgId, actor.userId);
     return { status: await deps.agents.setStatus(orgId, actor.userId, p.status) };
   });
 
-  on<SyncPayload>(socket, log, 'sync', schemas.sync, async (p) => {
+  on(socket, log, 'sync', schemas.sync, async (p) => {
     await allow(rules.read);
     await deps.conversations.get(orgId, p.conversationId);
     const messages = await deps.messages.page(orgId, p.conversationId, { afterSeq: p.afterSeq, limit: schemas.SYNC_LIMIT + 1, publicOnly: false });

@@ -3,7 +3,7 @@ import { Forbidden } from '../server/errors.js';
 import { assertVisitorMessage } from '../server/policies/index.js';
 import { presentMessage } from '../server/presenters/conversation.js';
 import { on } from './ack.js';
-import type { ConversationRef, SendMessagePayload, SyncPayload } from './events.js';
+import type { ConversationRef } from './events.js';
 import type { AppSocket, RealtimeDeps } from './types.js';
 import { rooms } from './rooms.js';
 import * as schemas from './schemas.js';
@@ -15,7 +15,7 @@ export function attachVisitor(socket: AppSocket, deps: RealtimeDeps): void {
 
   socket.join(rooms.visitor(visitor.sessionId));
 
-  on<Omit<SendMessagePayload, 'private'>>(socket, log, 'send_message', schemas.visitorSendMessage, async (p) => {
+  on(socket, log, 'send_message', schemas.visitorSendMessage, async (p) => {
     assertVisitorMessage(p, 'payload');
     const { message } = await deps.messages.send({ type: 'visitor', orgId, sessionId: visitor.sessionId }, p);
     return { message: presentMessage(message) };
@@ -26,8 +26,8 @@ export function attachVisitor(socket: AppSocket, deps: RealtimeDeps): void {
     socket.nsp.to(rooms.agents).emit(event, { conversationId: conversation.id });
     return {};
   };
-  on<ConversationRef>(socket, log, 'typing_start', schemas.conversationRef, typing('customer_typing'));
-  on<ConversationRef>(socket, log, 'typing_stop', schemas.conversationRef, typing('customer_stopped_typing'));
+  on(socket, log, 'typing_start', schemas.conversationRef, typing('customer_typing'));
+  on(socket, log, 'typing_stop', schemas.conversationRef, typing('customer_stopped_typing'));
 
   // Agent-only events answer forbidden instead of leaving the client waiting for an ack that never comes.
   for (const event of ['join_conversation', 'leave_conversation', 'update_status']) {
@@ -36,7 +36,7 @@ export function attachVisitor(socket: AppSocket, deps: RealtimeDeps): void {
     });
   }
 
-  on<SyncPayload>(socket, log, 'sync', schemas.sync, async (p) => {
+  on(socket, log, 'sync', schemas.sync, async (p) => {
     await deps.widget.visitorConversation(visitor, p.conversationId);
     const messages = await deps.messages.page(orgId, p.conversationId, { afterSeq: p.afterSeq, limit: schemas.SYNC_LIMIT + 1, publicOnly: true });
     return { messages: messages.slice(0, schemas.SYNC_LIMIT).map(presentMessage), hasMore: messages.length > schemas.SYNC_LIMIT };

@@ -1,8 +1,8 @@
 // JSON schemas of the analytics routes: the shared query, and the answers (their descriptions define each figure).
 import { object, paginationQuery, uuid } from './common.js';
 
-const seconds = (what: string) => ({ type: ['integer', 'null'], description: `${what}, in seconds (null when there is nothing to measure)` });
-const count = (description: string) => ({ type: 'integer', description });
+const seconds = (what: string) => ({ type: ['integer', 'null'], description: `${what}, in seconds (null when there is nothing to measure)` }) as const;
+const count = (description: string) => ({ type: 'integer', description }) as const;
 
 export const analyticsQuery = {
   from: { type: 'string', maxLength: 40, description: 'Start of the period: an ISO date (the start of that day in `timezone`) or date-time with a zone. Default: 30 days before `to`' },
@@ -13,13 +13,13 @@ export const analyticsQuery = {
 } as const;
 
 export const RangeView = object({ from: { type: 'string', format: 'date-time' }, to: { type: 'string', format: 'date-time' }, timezone: { type: 'string' } });
-const generatedAt = { type: 'string', format: 'date-time', description: 'When these figures were computed (answers are cached up to 60 s)' };
+const generatedAt = { type: 'string', format: 'date-time', description: 'When these figures were computed (answers are cached up to 60 s)' } as const;
 const percentiles = {
   type: 'string', enum: ['exact', 'histogram'],
   description: '`exact`: medians and p90s sort every conversation measured (periods of up to 10,000 conversations, and any `channel` or `agentId` filter). ' +
     '`histogram`: read from hourly log-scale histograms (four buckets per doubling), each the middle of its bucket: within 9.1% of the exact value ' +
     '(0 for under a second). Counts, averages and open conversations are exact either way.',
-};
+} as const;
 
 const DurationsView = (what: string) => ({
   ...object({ avg: seconds(`Mean ${what}`), median: seconds(`Median ${what}`), p90: seconds(`90th percentile ${what}`), count: count('Conversations measured') }),
@@ -42,7 +42,7 @@ const summaryFields = {
   firstHumanResponse: DurationsView('first human response: from the escalation (or creation, when never escalated) to the first public agent reply after it, over conversations created in the period'),
   resolution: DurationsView('resolution time: from creation to the first resolution, over conversations first resolved in the period'),
   tickets: object({ created: count('Tickets created in the period'), resolved: count('Tickets whose current resolution falls in the period') }),
-};
+} as const;
 
 export const SummaryView = object({ range: RangeView, generatedAt, percentiles, ...summaryFields });
 export const SummaryFiguresView = object(summaryFields);
@@ -70,7 +70,7 @@ const agentFields = {
   firstHumanResponses: count('Conversations created in the period whose first human reply this agent wrote'),
   medianFirstResponse: seconds('Median first human response credited to this agent'),
   medianResolution: seconds('Median resolution time of the conversations assigned to this agent'),
-};
+} as const;
 export const AgentRowView = object(agentFields);
 export const AgentsView = object({ range: RangeView, generatedAt, agents: { type: 'array', items: AgentRowView } });
 export const AgentStatsView = object({ range: RangeView, generatedAt, percentiles, ...agentFields });
@@ -85,7 +85,7 @@ export const ownerQuery = {
   organizationIds: { type: 'string', minLength: 1, maxLength: 2000, description: 'Comma-separated ids of organizations you own (1..50); any other is 403' },
   timezone: { ...analyticsQuery.timezone, description: 'IANA zone the days are counted in (400 when unknown). Default: UTC' },
 } as const;
-const orgEntry = { organizationId: uuid, name: { type: 'string' } };
+const orgEntry = { organizationId: uuid, name: { type: 'string' } } as const;
 export const OwnerSummaryView = object({
   range: RangeView, generatedAt, percentiles,
   totals: { ...SummaryFiguresView, description: 'Over all the organizations together (medians over all their conversations)' },

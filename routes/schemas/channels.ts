@@ -6,15 +6,15 @@ export const channelName = { type: 'string', minLength: 1, maxLength: 200, patte
 const secret = (description: string) => ({ type: 'string', minLength: 1, maxLength: 4096, description }) as const;
 export const DELIVERY_STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed', 'outside_window'] as const;
 
-export const emailChannelBody: JsonSchema = object({
+export const emailChannelBody = object({
   name: channelName,
   address: { ...email, description: 'The support address customers write to (its provider forwards to the webhook or SMTP address)' },
   domain: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9.-]+$', description: 'The mail domain (default: the address\'s)' },
 }, ['name', 'address']);
 
-export const telegramChannelBody: JsonSchema = object({ name: channelName, botToken: secret('The bot token from @BotFather') }, ['name', 'botToken']);
+export const telegramChannelBody = object({ name: channelName, botToken: secret('The bot token from @BotFather') }, ['name', 'botToken']);
 
-export const whatsappChannelBody: JsonSchema = object({
+export const whatsappChannelBody = object({
   name: channelName,
   phoneNumberId: { type: 'string', pattern: '^[0-9]{1,32}$', description: 'The Cloud API phone number id' },
   wabaId: { type: 'string', pattern: '^[0-9]{1,32}$', description: 'The WhatsApp Business Account id' },
@@ -22,12 +22,12 @@ export const whatsappChannelBody: JsonSchema = object({
   appSecret: secret('The Meta app secret (verifies X-Hub-Signature-256)'),
 }, ['name', 'phoneNumberId', 'wabaId', 'accessToken', 'appSecret']);
 
-export const channelPatchBody: JsonSchema = {
+export const channelPatchBody = {
   ...object({ name: channelName, enabled: { type: 'boolean' }, botToken: secret('Telegram: a new bot token'), accessToken: secret('WhatsApp: a new access token'), appSecret: secret('WhatsApp: a new app secret') }),
   minProperties: 1,
-};
+} as const;
 
-export const addressesBody: JsonSchema = object({ emails: { type: 'array', minItems: 1, maxItems: 50, items: email, description: 'Every address this channel receives mail for' } }, ['emails']);
+export const addressesBody = object({ emails: { type: 'array', minItems: 1, maxItems: 50, items: email, description: 'Every address this channel receives mail for' } }, ['emails']);
 
 export const ChannelView: JsonSchema = object({
   id: uuid,

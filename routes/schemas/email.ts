@@ -4,7 +4,7 @@ import { nullableDateTime, object } from './common.js';
 
 const nullableEmail = { type: ['string', 'null'], format: 'email', maxLength: 320 } as const;
 
-export const identityBody: JsonSchema = object({
+export const identityBody = object({
   fromName: { type: ['string', 'null'], maxLength: 200, description: 'The display name of From (verified domains only)' },
   fromAddress: { ...nullableEmail, description: 'The organization\'s address; its domain is the one to verify' },
   replyTo: { ...nullableEmail, description: 'Where replies go (default: fromAddress)' },

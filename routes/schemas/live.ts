@@ -1,6 +1,7 @@
 // Response shapes of the live-support areas (documented in OpenAPI; presenters guarantee them).
 import type { JsonSchema } from '../registry.js';
 import { dateTime, nullableDateTime, uuid } from './common.js';
+import { CLIENT_MESSAGE_ID_MAX, MESSAGE_ATTACHMENTS_MAX, MESSAGE_CONTENT_MAX } from '../../server/limits.js';
 
 const nullableString = { type: ['string', 'null'] } as const;
 const nullableUuid = { type: ['string', 'null'], format: 'uuid' } as const;
@@ -45,7 +46,7 @@ export const MessageView: JsonSchema = {
     seq: { type: 'integer', description: 'Increases by one per conversation, without gaps' },
     senderType: { type: 'string', enum: ['visitor', 'agent', 'ai', 'system'] },
     senderId: nullableString,
-    content: { type: 'string', maxLength: 50000 },
+    content: { type: 'string', maxLength: MESSAGE_CONTENT_MAX },
     type: { type: 'string', enum: ['text', 'image', 'file', 'system'] },
     private: { type: 'boolean', description: 'An internal note; never shown to the visitor' },
     metadata: { type: 'object' },
@@ -63,7 +64,7 @@ export const MessageView: JsonSchema = {
 };
 
 /** Storage object ids of uploaded files to show with a message (purpose `attachment`, uploaded by the sender's side). */
-export const attachmentIds = { type: 'array', maxItems: 10, uniqueItems: true, items: { type: 'string', format: 'uuid' }, description: 'Uploaded attachment objects (POST /storage/presigned-upload, then complete)' } as const;
+export const attachmentIds = { type: 'array', maxItems: MESSAGE_ATTACHMENTS_MAX, uniqueItems: true, items: { type: 'string', format: 'uuid' }, description: 'Uploaded attachment objects (POST /storage/presigned-upload, then complete)' } as const;
 
 export const VisitorConversationView: JsonSchema = {
   type: 'object',
@@ -102,5 +103,5 @@ export const WidgetView: JsonSchema = {
   },
 };
 
-export const content = { type: 'string', minLength: 1, maxLength: 50000, description: 'Message text; a NUL character (U+0000) is refused with 400 validation_failed' } as const;
-export const clientMessageId = { type: 'string', minLength: 1, maxLength: 100, description: 'Client-chosen id; a repeat returns the stored message' } as const;
+export const content = { type: 'string', minLength: 1, maxLength: MESSAGE_CONTENT_MAX, description: 'Message text; a NUL character (U+0000) is refused with 400 validation_failed' } as const;
+export const clientMessageId = { type: 'string', minLength: 1, maxLength: CLIENT_MESSAGE_ID_MAX, description: 'Client-chosen id; a repeat returns the stored message' } as const;

@@ -33,8 +33,8 @@ export const UploadView: JsonSchema = object({
 export const PresignedUploadView = (objectView: JsonSchema): JsonSchema => object({ objectId: uuid, object: objectView, upload: UploadView, expiresAt: dateTime });
 export const DownloadView: JsonSchema = object({ url: { type: 'string' }, expiresAt: dateTime });
 
-export const signedQuery: JsonSchema = {
+export const signedQuery = {
   type: 'object',
   required: ['expires', 'signature'],
   properties: { expires: { type: 'integer', minimum: 0 }, signature: { type: 'string', minLength: 1, maxLength: 200 } },
-};
+} as const;

@@ -1,6 +1,7 @@
 // Request pieces and response shapes of the Tickets area (documented in OpenAPI; presenters guarantee the shapes).
 import type { JsonSchema } from '../registry.js';
 import { dateTime, email, nullableDateTime, object, personName, uuid } from './common.js';
+import { SEARCH_TEXT_MAX, TAG_LENGTH_MAX, TAGS_MAX } from '../../server/limits.js';
 
 const nullableString = { type: ['string', 'null'] } as const;
 const nullableUuid = { type: ['string', 'null'], format: 'uuid' } as const;
@@ -22,9 +23,9 @@ export const description = { type: ['string', 'null'], maxLength: 20000, pattern
 export const eventText = visible(50000);
 export const tags = {
   type: 'array',
-  maxItems: 50,
-  items: { type: 'string', minLength: 1, maxLength: 50, pattern: '^[^\\u0000,]*\\S[^\\u0000,]*$' },
-  description: 'At most 50; each is trimmed and lowercased, duplicates dropped',
+  maxItems: TAGS_MAX,
+  items: { type: 'string', minLength: 1, maxLength: TAG_LENGTH_MAX, pattern: '^[^\\u0000,]*\\S[^\\u0000,]*$' },
+  description: `At most ${TAGS_MAX}; each is trimmed and lowercased, duplicates dropped`,
 } as const;
 export const dueAt = { ...nullableDateTime, description: 'ISO 8601 date-time; null clears it' } as const;
 export const requester = {
@@ -35,7 +36,7 @@ export const assignedTo = { ...nullableUuid, description: 'A user id of an accep
 export const idempotencyKey = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[\\x21-\\x7e]+$', description: 'Printable ASCII without spaces; unique per organization for 30 days' } as const;
 export const searchQuery = {
   type: 'string',
-  maxLength: 200,
+  maxLength: SEARCH_TEXT_MAX,
   pattern: NO_NUL,
   description: 'Literal text found anywhere in the title or description (case-insensitive; no wildcards or patterns), or a ticket number ("42" or "#42")',
 } as const;

@@ -11,7 +11,6 @@ import { refOf } from './service.js';
 
 /** How long a URL inside a presented message works. */
 export const ATTACHMENT_URL_SECONDS = 900;
-export const MAX_ATTACHMENTS = 10;
 
 interface AttachmentRow {
   messageId: string;

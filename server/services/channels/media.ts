@@ -3,7 +3,7 @@
 // message itself is never lost.
 import { createHash } from 'node:crypto';
 import type { StorageService } from '../../storage/index.js';
-import { MAX_ATTACHMENTS } from '../../storage/attachments.js';
+import { MESSAGE_ATTACHMENTS_MAX } from '../../limits.js';
 import { PURPOSE_RULES } from '../../storage/rules.js';
 import type { ChannelProvisioning } from './provisioning.js';
 import { TelegramApi } from './providers/telegram.js';
@@ -35,8 +35,8 @@ export class InboundMediaStore {
     const out: StoredMedia = { objectIds: [], images: true, notes: [] };
     for (const [index, item] of media.entries()) {
       const label = item.fileName ?? `file ${index + 1}`;
-      if (index >= MAX_ATTACHMENTS) {
-        out.notes.push(`[${label} was not stored: at most ${MAX_ATTACHMENTS} files per message]`);
+      if (index >= MESSAGE_ATTACHMENTS_MAX) {
+        out.notes.push(`[${label} was not stored: at most ${MESSAGE_ATTACHMENTS_MAX} files per message]`);
         continue;
       }
       try {

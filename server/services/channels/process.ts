@@ -6,13 +6,14 @@ import type { Conversation } from '../../../db/models/Conversation.js';
 import type { Ticket } from '../../../db/models/Ticket.js';
 import type { Job } from '../../jobs/index.js';
 import type { ContactService } from '../contacts/index.js';
-import { MAX_CONTENT_LENGTH, type MessageService } from '../messages/index.js';
+import type { MessageService } from '../messages/index.js';
 import type { TicketService } from '../tickets/index.js';
 import { receiveTicketMail } from '../tickets/inbound.js';
 import type { InboundJob } from './inbound.js';
 import type { ChannelRow, InboundEventRow, InboundMessage, InboundStatus } from './types.js';
 import type { DeliveryUpdates } from './outbound.js';
 import type { InboundMediaStore } from './media.js';
+import { MESSAGE_CONTENT_MAX } from '../../limits.js';
 
 const SUBJECT_NUMBER = /\[#(\d{1,9})\]/;
 
@@ -67,7 +68,7 @@ export class InboundProcessor {
     const content = channel.type === 'email' && mail.subject && !conversation ? `${mail.subject}\n\n${text}` : text;
     const message = {
       // The event id as clientMessageId: a job run twice stores the message once (and opens one conversation).
-      content: content.slice(0, MAX_CONTENT_LENGTH) || (files?.objectIds.length ? mail.media!.map((m) => m.fileName ?? 'file').join(', ') : '(empty)'), clientMessageId: `inbound:${event.id}`,
+      content: content.slice(0, MESSAGE_CONTENT_MAX) || (files?.objectIds.length ? mail.media!.map((m) => m.fileName ?? 'file').join(', ') : '(empty)'), clientMessageId: `inbound:${event.id}`,
       ...(files?.objectIds.length ? { attachments: files.objectIds, type: files.images ? ('image' as const) : ('file' as const) } : {}),
       metadata: { channel: channel.type, channelId: channel.id, from: mail.from, ...(mail.subject ? { subject: mail.subject } : {}), ...(mail.messageId ? { providerMessageId: mail.messageId } : {}) },
     };

@@ -109,7 +109,7 @@ export class ContactConflicts {
       if (input.note) await this.contacts.notes.create(orgId, contact.id, { ...noteBase, content: input.note }, trx);
       if (input.summary || input.topics?.length) {
         const text = [input.summary ? `Summary: ${input.summary}` : null, input.topics?.length ? `Topics: ${input.topics.join(', ')}` : null].filter(Boolean).join('\n');
-        await this.contacts.notes.create(orgId, contact.id, { ...noteBase, content: text.slice(0, 5000) }, trx);
+        await this.contacts.notes.create(orgId, contact.id, { ...noteBase, content: text.slice(0, LIMITS.noteLength) }, trx);
       }
       await this.contacts.withIdentities(orgId, [contact], trx);
       return { contact, created, conflicts, relinked, conversation };

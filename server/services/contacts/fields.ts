@@ -2,8 +2,9 @@
 import type { Knex } from 'knex';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { ValidationFailed } from '../../errors.js';
+import { CONTACT_ATTRIBUTES_MAX, NOTE_LENGTH_MAX, TAG_LENGTH_MAX, TAGS_MAX } from '../../limits.js';
 
-export const LIMITS = { tags: 50, attributes: 100, noteLength: 5000, tagLength: 50 } as const;
+export const LIMITS = { tags: TAGS_MAX, attributes: CONTACT_ATTRIBUTES_MAX, noteLength: NOTE_LENGTH_MAX, tagLength: TAG_LENGTH_MAX } as const;
 
 /** The fields a person or a source writes; `attributes` are checked against the definitions separately. */
 export interface ContactFields {

@@ -2,5 +2,5 @@
 // (batch.ts), idempotency (retries.ts) and the words callers use (types.ts).
 export { MessageService } from './service.js';
 export type { BatchStats, MessageBatcherOptions } from './batch.js';
-export { MAX_CONTENT_LENGTH, senderIdOf } from './types.js';
+export { senderIdOf } from './types.js';
 export type { Appended, AttachmentPort, AttachmentView, ChannelOutbox, MessageInput, NewConversation, Sender, SendInput, SendResult, StartInput } from './types.js';

@@ -8,7 +8,8 @@ import type { Message } from '../../../db/models/Message.js';
 import { rowFromJson, rowsIn } from '../../../db/statements.js';
 import { ValidationFailed } from '../../errors.js';
 import { WEBHOOK_QUEUE } from '../webhooks/queue.js';
-import { MAX_CONTENT_LENGTH, senderIdOf, storedSenderType, type Appended, type MessageInput, type Sender } from './types.js';
+import { senderIdOf, storedSenderType, type Appended, type MessageInput, type Sender } from './types.js';
+import { MESSAGE_CONTENT_MAX } from '../../limits.js';
 
 /** A NUL escape in JSON text: `\u0000` after an even number of backslashes (an odd one would be a literal backslash). */
 const NUL_IN_JSON = /(?:^|[^\\])(?:\\\\)*\\u0000/;
@@ -17,8 +18,8 @@ const NUL_IN_JSON = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 export function checkMessage(sender: Sender, input: MessageInput): void {
   // Internal notes come from agents, or from the platform itself (the AI's resolution summary).
   if (input.private && sender.type !== 'agent' && sender.type !== 'system') throw new ValidationFailed('Only agents write internal notes', [{ field: 'private', message: 'is for agents only' }]);
-  if (input.content.length === 0 || input.content.length > MAX_CONTENT_LENGTH) {
-    throw new ValidationFailed(`content must be 1..${MAX_CONTENT_LENGTH} characters`, [{ field: 'content', message: 'has the wrong length' }]);
+  if (input.content.length === 0 || input.content.length > MESSAGE_CONTENT_MAX) {
+    throw new ValidationFailed(`content must be 1..${MESSAGE_CONTENT_MAX} characters`, [{ field: 'content', message: 'has the wrong length' }]);
   }
   // PostgreSQL text cannot hold NUL; refused here with a clear error rather than failing a batch of other people's sends.
   if (input.content.includes('\u0000') || (input.metadata && NUL_IN_JSON.test(JSON.stringify(input.metadata)))) {

@@ -81,8 +81,6 @@ export interface AttachmentPort {
   decorate(orgId: string, messages: Message[]): Promise<void>;
 }
 
-export const MAX_CONTENT_LENGTH = 50_000;
-
 /** The id stored as a message's senderId: the agent's user, the visitor's session, the contact; none for ai and system. */
 export const senderIdOf = (sender: Sender): string | null =>
   sender.type === 'agent' ? sender.userId : sender.type === 'visitor' ? sender.sessionId : sender.type === 'contact' ? sender.contactId : null;

@@ -1,6 +1,7 @@
 // The rules of a ticket's life: which status may follow which, what a status change stamps, and how tags look.
 import type { Ticket, TicketStatus } from '../../../db/models/Ticket.js';
 import { InvalidTransition, ValidationFailed } from '../../errors.js';
+import { TAGS_MAX } from '../../limits.js';
 
 /** Allowed status changes. `merged` is reached only by merging; closed and merged are final. */
 export const TRANSITIONS: Record<TicketStatus, readonly TicketStatus[]> = {
@@ -14,7 +15,6 @@ export const TRANSITIONS: Record<TicketStatus, readonly TicketStatus[]> = {
 
 export const FINAL_STATUSES: readonly TicketStatus[] = ['closed', 'merged'];
 
-export const MAX_TAGS = 50;
 
 export function assertTransition(from: TicketStatus, to: TicketStatus): void {
   if (!TRANSITIONS[from].includes(to)) throw new InvalidTransition(`A ${from} ticket cannot become ${to}`);
@@ -34,10 +34,10 @@ export function statusPatch(to: TicketStatus, now: Date): Partial<Ticket> {
   return patch;
 }
 
-/** Tags are trimmed and lowercased, duplicates dropped; at most MAX_TAGS (the schema bounds each one). */
+/** Tags are trimmed and lowercased, duplicates dropped; at most TAGS_MAX (the schema bounds each one). */
 export function normalizeTags(tags: string[]): string[] {
   const out = [...new Set(tags.map((t) => t.trim().toLowerCase()).filter((t) => t.length > 0))];
-  if (out.length > MAX_TAGS) throw new ValidationFailed(`A ticket has at most ${MAX_TAGS} tags`, [{ field: 'tags', message: `at most ${MAX_TAGS} tags` }]);
+  if (out.length > TAGS_MAX) throw new ValidationFailed(`A ticket has at most ${TAGS_MAX} tags`, [{ field: 'tags', message: `at most ${TAGS_MAX} tags` }]);
   return out;
 }
 
