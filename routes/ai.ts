@@ -124,7 +124,7 @@ export function aiRoutes(s: RouteServices): AnyRoute[] {
       summary: 'The AI agent runs recorded in a conversation, newest first',
       params: params('conversationId'),
       response: { status: 200, description: 'Agent runs', data: { type: 'array', items: AgentRunView } },
-      handler: async ({ params, orgId }) => ({ message: 'Agent runs', data: (await s.ai.runs(orgId!, params.conversationId)).map(presentAgentRun) }),
+      handler: async ({ params, orgId }) => ({ message: 'Agent runs', data: (await s.ai.runs(orgId, params.conversationId)).map(presentAgentRun) }),
     }),
   ];
 }

@@ -22,7 +22,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
       description: definitions,
       query: object(analyticsQuery),
       response: { status: 200, description: 'Summary', data: SummaryView },
-      handler: async ({ orgId, query }) => ({ message: 'Analytics summary', data: presentSummary(await s.analytics.summary(orgId!, query)) }),
+      handler: async ({ orgId, query }) => ({ message: 'Analytics summary', data: presentSummary(await s.analytics.summary(orgId, query)) }),
     }),
     defineRoute({
       method: 'get', path: '/analytics/trends', operationId: 'getAnalyticsTrends', tag, auth: agent,
@@ -30,7 +30,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
       description: definitions,
       query: object(analyticsQuery),
       response: { status: 200, description: 'Trends', data: TrendsView },
-      handler: async ({ orgId, query }) => ({ message: 'Analytics trends', data: presentTrends(await s.analytics.trends(orgId!, query)) }),
+      handler: async ({ orgId, query }) => ({ message: 'Analytics trends', data: presentTrends(await s.analytics.trends(orgId, query)) }),
     }),
     defineRoute({
       method: 'get', path: '/analytics/agents', operationId: 'getAnalyticsAgents', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
@@ -40,7 +40,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Agents', data: AgentsView },
       handler: async ({ orgId, query }) => {
         const { sort, limit, offset, ...rest } = query;
-        const result = await s.analytics.agents(orgId!, rest, { sort, limit, offset });
+        const result = await s.analytics.agents(orgId, rest, { sort, limit, offset });
         return {
           message: 'Agent analytics',
           data: { range: { from: iso(result.range.from), to: iso(result.range.to), timezone: result.range.timezone }, generatedAt: iso(result.generatedAt), agents: result.figures.rows.map(presentAgentRow) },
@@ -54,7 +54,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
       description: definitions,
       query: object((({ agentId: _agentId, ...rest }) => rest)(analyticsQuery)),
       response: { status: 200, description: 'Your figures', data: AgentStatsView },
-      handler: async ({ orgId, actor, query }) => ({ message: 'Your analytics', data: presentAgentStats(await s.analytics.agentStats(orgId!, actor!.userId, query)) }),
+      handler: async ({ orgId, actor, query }) => ({ message: 'Your analytics', data: presentAgentStats(await s.analytics.agentStats(orgId, actor.userId, query)) }),
     }),
     defineRoute({
       method: 'get', path: '/analytics/owner/summary', operationId: 'getOwnerAnalyticsSummary', tag, auth: { kind: 'bearer' },
@@ -65,7 +65,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
       errors: [403],
       handler: async ({ actor, query }) => {
         const { organizationIds, ...rest } = query;
-        return { message: 'Owner analytics summary', data: presentOwnerSummary(await s.analytics.ownerSummary(actor!.userId, organizationIds, rest)) };
+        return { message: 'Owner analytics summary', data: presentOwnerSummary(await s.analytics.ownerSummary(actor.userId, organizationIds, rest)) };
       },
     }),
     defineRoute({
@@ -77,7 +77,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
       errors: [403],
       handler: async ({ actor, query }) => {
         const { organizationIds, ...rest } = query;
-        return { message: 'Owner analytics trends', data: presentOwnerTrends(await s.analytics.ownerTrends(actor!.userId, organizationIds, rest)) };
+        return { message: 'Owner analytics trends', data: presentOwnerTrends(await s.analytics.ownerTrends(actor.userId, organizationIds, rest)) };
       },
     }),
   ];

@@ -22,7 +22,7 @@ export function apiKeyRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Revokes an API key: its next request answers 401 and its sockets are disconnected on every instance',
       params: params('keyId'),
       response: { status: 200, description: 'The revoked key', data: ApiKeyView },
-      handler: async ({ orgId, params: p }) => ({ message: 'API key revoked', data: presentApiKey(await s.apiKeys.revoke(orgId!, p.keyId)) }),
+      handler: async ({ orgId, params: p }) => ({ message: 'API key revoked', data: presentApiKey(await s.apiKeys.revoke(orgId, p.keyId)) }),
     });
   return [
     defineRoute({
@@ -40,7 +40,7 @@ export function apiKeyRoutes(s: RouteServices): AnyRoute[] {
       }, ['name', 'scopes']),
       response: { status: 201, description: 'The key and its token (shown once)', data: { type: 'object', properties: { apiKey: ApiKeyView, token: { type: 'string' } } } },
       handler: async ({ orgId, actor, body }) => {
-        const { key, token } = await s.apiKeys.create(orgId!, actor!.userId, body);
+        const { key, token } = await s.apiKeys.create(orgId, actor.userId, body);
         return { message: 'API key created; store the token now, it is not shown again', data: { apiKey: presentApiKey(key), token } };
       },
     }),
@@ -50,7 +50,7 @@ export function apiKeyRoutes(s: RouteServices): AnyRoute[] {
       query: object({ ...paginationQuery, includeRevoked: { type: 'boolean', default: false } }),
       response: { status: 200, description: 'API keys', data: { type: 'array', items: ApiKeyView }, paginated: true },
       handler: async ({ orgId, query }) => {
-        const { keys, total } = await s.apiKeys.list(orgId!, query);
+        const { keys, total } = await s.apiKeys.list(orgId, query);
         return { message: 'API keys', data: keys.map(presentApiKey), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -59,7 +59,7 @@ export function apiKeyRoutes(s: RouteServices): AnyRoute[] {
       summary: 'One API key (never its token)',
       params: params('keyId'),
       response: { status: 200, description: 'API key', data: ApiKeyView },
-      handler: async ({ orgId, params: p }) => ({ message: 'API key', data: presentApiKey(await s.apiKeys.get(orgId!, p.keyId)) }),
+      handler: async ({ orgId, params: p }) => ({ message: 'API key', data: presentApiKey(await s.apiKeys.get(orgId, p.keyId)) }),
     }),
     revoke('delete', '/api-keys/:keyId', 'revokeApiKey'),
     revoke('post', '/api-keys/:keyId/revoke', 'revokeApiKeyPost'),

@@ -72,7 +72,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
       body: object({ refreshToken: { type: 'string', maxLength: 4096 } }),
       response: { status: 200, description: 'Signed out' },
       handler: async ({ body, actor }) => {
-        await s.auth.logout(actor!, body.refreshToken);
+        await s.auth.logout(actor, body.refreshToken);
         return { message: 'Signed out' };
       },
     }),
@@ -84,7 +84,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
         data: { type: 'object', properties: { user: UserView, organization: { oneOf: [OrganizationView, { type: 'null' }] }, role: { type: ['string', 'null'] }, organizations: { type: 'array', items: OrganizationEntryView } } },
       },
       handler: async ({ actor }) => {
-        const profile = await s.auth.profile(actor!);
+        const profile = await s.auth.profile(actor);
         return { message: 'Profile', data: presentOrganizationContext(profile.user, profile) };
       },
     }),
@@ -93,7 +93,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Change your name or avatar',
       body: { ...object({ name: personName, avatarUrl: nullableUrl }), minProperties: 1 },
       response: { status: 200, description: 'Updated', data: object({ user: UserView }) },
-      handler: async ({ body, actor }) => ({ message: 'Profile updated', data: { user: presentUser(await s.auth.updateProfile(actor!, body)) } }),
+      handler: async ({ body, actor }) => ({ message: 'Profile updated', data: { user: presentUser(await s.auth.updateProfile(actor, body)) } }),
     }),
     defineRoute({
       method: 'post', path: '/auth/change-password', operationId: 'changePassword', tag, auth: { kind: 'bearer' },
@@ -101,7 +101,7 @@ export function authRoutes(s: RouteServices): AnyRoute[] {
       body: object({ currentPassword: { type: 'string', minLength: 1, maxLength: 128 }, newPassword: password }, ['currentPassword', 'newPassword']),
       response: { status: 200, description: 'Password changed' },
       handler: async ({ body, actor }) => {
-        await s.auth.changePassword(actor!, body);
+        await s.auth.changePassword(actor, body);
         return { message: 'Password changed' };
       },
     }),

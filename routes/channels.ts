@@ -24,7 +24,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
     }
     return presentChannel(row, secrets, row.type === 'email' ? { webhookUrl: p.inboundUrl(row), smtpAddress: p.smtpAddress(row) } : { webhookUrl: p.inboundUrl(row) });
   };
-  const load = ({ orgId, params: a }: { orgId: string | null; params: Id }) => p.get(orgId!, a.channelId);
+  const load = ({ orgId, params: a }: { orgId: string; params: Id }) => p.get(orgId, a.channelId);
   return [
     defineRoute({
       method: 'get', path: '/channels', operationId: 'listChannels', tag, auth: agent,
@@ -32,7 +32,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       query: object({ ...paginationQuery }),
       response: { status: 200, description: 'Channels', data: { type: 'array', items: ChannelView }, paginated: true },
       handler: async ({ orgId, query }) => {
-        const { channels, total } = await p.list(orgId!, query);
+        const { channels, total } = await p.list(orgId, query);
         return { message: 'Channels', data: channels.map(present), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -43,7 +43,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       body: emailChannelBody,
       response: { status: 201, description: 'The channel and how mail reaches it', data: EmailChannelCreated },
       handler: async ({ orgId, body }) => {
-        const { channel, secrets } = await p.createEmail(orgId!, body);
+        const { channel, secrets } = await p.createEmail(orgId, body);
         return { message: 'Email channel created', data: { channel: present(channel), inbound: { webhookUrl: p.inboundUrl(channel), secret: secrets.signingSecret, smtpAddress: p.smtpAddress(channel) } } };
       },
     }),
@@ -53,7 +53,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       description: 'A token Telegram refuses (getMe or setWebhook) answers 400.',
       body: telegramChannelBody,
       response: { status: 201, description: 'The channel', data: ChannelView },
-      handler: async ({ orgId, body }) => ({ message: 'Telegram channel created', data: present(await p.createTelegram(orgId!, body)) }),
+      handler: async ({ orgId, body }) => ({ message: 'Telegram channel created', data: present(await p.createTelegram(orgId, body)) }),
     }),
     defineRoute({
       method: 'post', path: '/channels/whatsapp', operationId: 'createWhatsAppChannel', tag, auth: admin,
@@ -61,7 +61,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       body: whatsappChannelBody,
       response: { status: 201, description: 'The channel and its webhook settings for Meta', data: WhatsAppChannelCreated },
       handler: async ({ orgId, body }) => {
-        const { channel, secrets } = await p.createWhatsApp(orgId!, body);
+        const { channel, secrets } = await p.createWhatsApp(orgId, body);
         return { message: 'WhatsApp channel created', data: { channel: present(channel), webhook: { url: p.inboundUrl(channel), verifyToken: secrets.verifyToken } } };
       },
     }),
@@ -71,7 +71,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       params: params('deliveryId'),
       response: { status: 202, description: 'Queued again', data: DeliveryView },
       errors: [400, 404],
-      handler: async ({ orgId, params: a }) => ({ message: 'Delivery queued', data: presentDelivery(await s.channels.deliveries.retry(orgId!, a.deliveryId)) }),
+      handler: async ({ orgId, params: a }) => ({ message: 'Delivery queued', data: presentDelivery(await s.channels.deliveries.retry(orgId, a.deliveryId)) }),
     }),
     defineRoute({
       method: 'get', path: '/channels/:channelId', operationId: 'getChannel', tag, auth: agent,
@@ -79,7 +79,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       params: params('channelId'),
       response: { status: 200, description: 'The channel', data: ChannelView },
       errors: [404],
-      handler: async ({ orgId, params: a }) => ({ message: 'Channel', data: present(await p.get(orgId!, a.channelId)) }),
+      handler: async ({ orgId, params: a }) => ({ message: 'Channel', data: present(await p.get(orgId, a.channelId)) }),
     }),
     defineRoute({
       method: 'patch', path: '/channels/:channelId', operationId: 'updateChannel', tag, auth: admin,
@@ -89,7 +89,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       body: channelPatchBody,
       response: { status: 200, description: 'The channel', data: ChannelView },
       errors: [404],
-      handler: async ({ orgId, params: a, body }) => ({ message: 'Channel updated', data: present(await p.update(orgId!, a.channelId, body)) }),
+      handler: async ({ orgId, params: a, body }) => ({ message: 'Channel updated', data: present(await p.update(orgId, a.channelId, body)) }),
     }),
     defineRoute({
       method: 'delete', path: '/channels/:channelId', operationId: 'deleteChannel', tag, auth: admin,
@@ -98,7 +98,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Removed' },
       errors: [404],
       handler: async ({ orgId, params: a }) => {
-        await p.remove(orgId!, a.channelId);
+        await p.remove(orgId, a.channelId);
         return { message: 'Channel deleted' };
       },
     }),
@@ -109,7 +109,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'The checks', data: VerifyView },
       errors: [404],
       handler: async ({ orgId, params: a }) => {
-        const { status, checks, channel } = await p.verify(orgId!, a.channelId);
+        const { status, checks, channel } = await p.verify(orgId, a.channelId);
         return { message: 'Channel checked', data: { status, checks, channel: present(channel) } };
       },
     }),
@@ -120,7 +120,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       body: addressesBody,
       response: { status: 200, description: 'The channel', data: ChannelView },
       errors: [400, 404],
-      handler: async ({ orgId, params: a, body }) => ({ message: 'Addresses saved', data: present(await p.setAddresses(orgId!, a.channelId, body.emails)) }),
+      handler: async ({ orgId, params: a, body }) => ({ message: 'Addresses saved', data: present(await p.setAddresses(orgId, a.channelId, body.emails)) }),
     }),
     defineRoute({
       method: 'get', path: '/channels/:channelId/deliveries', operationId: 'listChannelDeliveries', tag, auth: admin,
@@ -130,7 +130,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Deliveries', data: { type: 'array', items: DeliveryView }, paginated: true },
       errors: [404],
       handler: async ({ orgId, params: a, query }) => {
-        const { deliveries, total } = await s.channels.deliveries.list(orgId!, a.channelId, query);
+        const { deliveries, total } = await s.channels.deliveries.list(orgId, a.channelId, query);
         return { message: 'Deliveries', data: deliveries.map(presentDelivery), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),

@@ -16,7 +16,7 @@ type Id = { contactId: string };
 const sort = { type: 'string', enum: [...CONTACT_SORTS], default: '-createdAt', description: 'A field, descending with a leading "-"; names sort case-insensitively, empty activity last' } as const;
 const pageQuery = { ...paginationQuery, sort };
 const list = <const T extends object>(items: T) => ({ type: 'array', items }) as const;
-const loadContact = (s: RouteServices) => ({ orgId, params }: { orgId: string | null; params: Id }) => s.contacts.get(orgId!, params.contactId);
+const loadContact = (s: RouteServices) => ({ orgId, params }: { orgId: string; params: Id }) => s.contacts.get(orgId, params.contactId);
 
 export function contactRoutes(s: RouteServices): AnyRoute[] {
   return [...contactAiRoutes(s), ...collectionRoutes(s), ...definitionRoutes(s), ...conflictRoutes(s), ...contactItemRoutes(s), ...noteRoutes(s)];
@@ -31,7 +31,7 @@ function collectionRoutes(s: RouteServices): AnyRoute[] {
       query: object({ ...pageQuery, q: { type: 'string', maxLength: SEARCH_TEXT_MAX }, tag: { ...tag, description: 'Only contacts with this tag' } }),
       response: { status: 200, description: 'Contacts', data: list(ContactView), paginated: true },
       handler: async ({ orgId, query }) => {
-        const { contacts, total } = await s.contacts.list(orgId!, query);
+        const { contacts, total } = await s.contacts.list(orgId, query);
         return { message: 'Contacts', data: contacts.map(presentContact), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -46,7 +46,7 @@ function collectionRoutes(s: RouteServices): AnyRoute[] {
       }, ['filters']),
       response: { status: 200, description: 'Contacts', data: list(ContactView), paginated: true },
       handler: async ({ orgId, query, body }) => {
-        const { contacts, total } = await s.contacts.filter(orgId!, { ...query, ...body });
+        const { contacts, total } = await s.contacts.filter(orgId, { ...query, ...body });
         return { message: 'Contacts', data: contacts.map(presentContact), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -57,7 +57,7 @@ function collectionRoutes(s: RouteServices): AnyRoute[] {
       body: object({ ...contactFields, tags, attributes, identities }),
       response: { status: 201, description: 'Created', data: ContactView },
       errors: [409],
-      handler: async ({ orgId, body }) => ({ message: 'Contact created', data: presentContact(await s.contacts.create(orgId!, body)) }),
+      handler: async ({ orgId, body }) => ({ message: 'Contact created', data: presentContact(await s.contacts.create(orgId, body)) }),
     }),
     defineRoute({
       method: 'delete', path: '/contacts', operationId: 'deleteContacts', tag: group, auth: admin,
@@ -67,7 +67,7 @@ function collectionRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Deleted', data: object({ deleted: { type: 'integer' } }) },
       errors: [404],
       handler: async ({ orgId, body }) => {
-        const deleted = await s.contacts.removeMany(orgId!, body.ids);
+        const deleted = await s.contacts.removeMany(orgId, body.ids);
         return { message: `${deleted} contacts deleted`, data: { deleted } };
       },
     }),
@@ -78,7 +78,7 @@ function collectionRoutes(s: RouteServices): AnyRoute[] {
       body: object({ ids: { type: 'array', items: uuid, minItems: 1, maxItems: 500 }, tags: { ...tags, minItems: 1 } }, ['ids', 'tags']),
       response: { status: 200, description: 'Tagged', data: object({ updated: { type: 'integer' } }) },
       errors: [404],
-      handler: async ({ orgId, body }) => ({ message: 'Contacts tagged', data: await s.contacts.bulkTag(orgId!, body.ids, body.tags) }),
+      handler: async ({ orgId, body }) => ({ message: 'Contacts tagged', data: await s.contacts.bulkTag(orgId, body.ids, body.tags) }),
     }),
   ];
 }
@@ -91,14 +91,14 @@ function definitionRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/contacts/attribute-definitions', operationId: 'listContactAttributeDefinitions', tag: group, auth: agent,
       summary: 'The custom attributes contacts may carry, by key',
       response: { status: 200, description: 'Definitions', data: list(AttributeDefinitionView) },
-      handler: async ({ orgId }) => ({ message: 'Attribute definitions', data: (await s.contacts.attributes.list(orgId!)).map(presentAttributeDefinition) }),
+      handler: async ({ orgId }) => ({ message: 'Attribute definitions', data: (await s.contacts.attributes.list(orgId)).map(presentAttributeDefinition) }),
     }),
     defineRoute({
       method: 'get', path: '/contacts/attribute-definitions/:key', operationId: 'getContactAttributeDefinition', tag: group, auth: agent,
       summary: 'One attribute definition',
       params: keyParams,
       response: { status: 200, description: 'Definition', data: AttributeDefinitionView },
-      handler: async ({ orgId, params }) => ({ message: 'Attribute definition', data: presentAttributeDefinition(await s.contacts.attributes.get(orgId!, params.key)) }),
+      handler: async ({ orgId, params }) => ({ message: 'Attribute definition', data: presentAttributeDefinition(await s.contacts.attributes.get(orgId, params.key)) }),
     }),
     defineRoute({
       method: 'post', path: '/contacts/attribute-definitions', operationId: 'createContactAttributeDefinition', tag: group, auth: admin,
@@ -106,7 +106,7 @@ function definitionRoutes(s: RouteServices): AnyRoute[] {
       body: object({ key: attributeKey, type: { type: 'string', enum: ['text', 'number', 'date', 'boolean', 'list', 'link'] }, ...fields }, ['key', 'label', 'type']),
       response: { status: 201, description: 'Created', data: AttributeDefinitionView },
       errors: [409],
-      handler: async ({ orgId, body }) => ({ message: 'Attribute defined', data: presentAttributeDefinition(await s.contacts.attributes.create(orgId!, body)) }),
+      handler: async ({ orgId, body }) => ({ message: 'Attribute defined', data: presentAttributeDefinition(await s.contacts.attributes.create(orgId, body)) }),
     }),
     defineRoute({
       method: 'patch', path: '/contacts/attribute-definitions/:key', operationId: 'updateContactAttributeDefinition', tag: group, auth: admin,
@@ -115,8 +115,8 @@ function definitionRoutes(s: RouteServices): AnyRoute[] {
       params: keyParams,
       body: { ...object(fields), minProperties: 1 },
       response: { status: 200, description: 'Updated', data: AttributeDefinitionView },
-      load: ({ orgId, params }) => s.contacts.attributes.get(orgId!, params.key),
-      handler: async ({ orgId, params, body }) => ({ message: 'Attribute updated', data: presentAttributeDefinition(await s.contacts.attributes.update(orgId!, params.key, body)) }),
+      load: ({ orgId, params }) => s.contacts.attributes.get(orgId, params.key),
+      handler: async ({ orgId, params, body }) => ({ message: 'Attribute updated', data: presentAttributeDefinition(await s.contacts.attributes.update(orgId, params.key, body)) }),
     }),
     defineRoute({
       method: 'delete', path: '/contacts/attribute-definitions/:key', operationId: 'deleteContactAttributeDefinition', tag: group, auth: admin,
@@ -124,7 +124,7 @@ function definitionRoutes(s: RouteServices): AnyRoute[] {
       params: keyParams,
       response: { status: 200, description: 'Deleted' },
       handler: async ({ orgId, params }) => {
-        await s.contacts.attributes.remove(orgId!, params.key);
+        await s.contacts.attributes.remove(orgId, params.key);
         return { message: 'Attribute deleted' };
       },
     }),
@@ -140,7 +140,7 @@ function conflictRoutes(s: RouteServices): AnyRoute[] {
       query: object({ ...paginationQuery, status: { type: 'string', enum: ['open', 'applied', 'dismissed', 'all'], default: 'open' }, contactId: uuid }),
       response: { status: 200, description: 'Conflicts', data: list(ConflictView), paginated: true },
       handler: async ({ orgId, query }) => {
-        const { conflicts, total } = await s.contacts.conflicts.list(orgId!, query);
+        const { conflicts, total } = await s.contacts.conflicts.list(orgId, query);
         return { message: 'Conflicts', data: conflicts.map(presentContactConflict), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -153,7 +153,7 @@ function conflictRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Resolved', data: object({ conflict: ConflictView, contact: ContactView }) },
       errors: [409],
       handler: async ({ orgId, actor, params, body }) => {
-        const { conflict, contact } = await s.contacts.resolveConflict(orgId!, params.conflictId, body.action, actor!.userId);
+        const { conflict, contact } = await s.contacts.resolveConflict(orgId, params.conflictId, body.action, actor.userId);
         return { message: body.action === 'apply' ? 'Conflict applied' : 'Conflict dismissed', data: { conflict: presentContactConflict(conflict), contact: presentContact(contact) } };
       },
     }),
@@ -168,7 +168,7 @@ function contactItemRoutes(s: RouteServices): AnyRoute[] {
       summary: 'One contact, with `mergedFrom` (the contacts merged into it)',
       params: params('contactId'),
       response: { status: 200, description: 'Contact', data: ContactView },
-      handler: async ({ orgId, params }) => ({ message: 'Contact', data: presentContact(await s.contacts.getFull(orgId!, params.contactId)) }),
+      handler: async ({ orgId, params }) => ({ message: 'Contact', data: presentContact(await s.contacts.getFull(orgId, params.contactId)) }),
     }),
     defineRoute({
       method: 'patch', path: '/contacts/:contactId', operationId: 'updateContact', tag: group, auth: agent,
@@ -179,7 +179,7 @@ function contactItemRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Updated', data: ContactView },
       errors: [409],
       load: loadContact(s),
-      handler: async ({ orgId, params, body }) => ({ message: 'Contact updated', data: presentContact(await s.contacts.update(orgId!, params.contactId, body)) }),
+      handler: async ({ orgId, params, body }) => ({ message: 'Contact updated', data: presentContact(await s.contacts.update(orgId, params.contactId, body)) }),
     }),
     defineRoute({
       method: 'delete', path: '/contacts/:contactId', operationId: 'deleteContact', tag: group, auth: admin,
@@ -187,7 +187,7 @@ function contactItemRoutes(s: RouteServices): AnyRoute[] {
       params: params('contactId'),
       response: { status: 200, description: 'Deleted' },
       handler: async ({ orgId, params }) => {
-        await s.contacts.remove(orgId!, params.contactId);
+        await s.contacts.remove(orgId, params.contactId);
         return { message: 'Contact deleted' };
       },
     }),
@@ -199,7 +199,7 @@ function contactItemRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'The contact', data: ContactView },
       load: loadContact(s),
       handler: async ({ orgId, params, body }) => {
-        const { contact, changed } = await s.contacts.addTag(orgId!, params.contactId, body.tag);
+        const { contact, changed } = await s.contacts.addTag(orgId, params.contactId, body.tag);
         return { message: changed ? 'Tag added' : 'Tag already present', data: presentContact(contact) };
       },
     }),
@@ -209,7 +209,7 @@ function contactItemRoutes(s: RouteServices): AnyRoute[] {
       params: object({ contactId: uuid, tag }, ['contactId', 'tag']),
       response: { status: 200, description: 'The contact', data: ContactView },
       handler: async ({ orgId, params }) => {
-        const { contact, changed } = await s.contacts.removeTag(orgId!, params.contactId, params.tag);
+        const { contact, changed } = await s.contacts.removeTag(orgId, params.contactId, params.tag);
         return { message: changed ? 'Tag removed' : 'Tag not present', data: presentContact(contact) };
       },
     }),
@@ -222,7 +222,7 @@ function contactItemRoutes(s: RouteServices): AnyRoute[] {
       body: object({ sourceContactId: uuid, prefer: object({ name: preference, email: preference, phone: preference, company: preference, attributes: preference }) }, ['sourceContactId']),
       response: { status: 200, description: 'The survivor', data: ContactView },
       load: loadContact(s),
-      handler: async ({ orgId, actor, params, body }) => ({ message: 'Contacts merged', data: presentContact(await s.contacts.merge(orgId!, actor!.userId, params.contactId, body.sourceContactId, body.prefer)) }),
+      handler: async ({ orgId, actor, params, body }) => ({ message: 'Contacts merged', data: presentContact(await s.contacts.merge(orgId, actor.userId, params.contactId, body.sourceContactId, body.prefer)) }),
     }),
   ];
 }
@@ -236,7 +236,7 @@ function noteRoutes(s: RouteServices): AnyRoute[] {
       query: object(paginationQuery),
       response: { status: 200, description: 'Notes', data: list(NoteView), paginated: true },
       handler: async ({ orgId, params, query }) => {
-        const { notes, total } = await s.contacts.notes.list(orgId!, params.contactId, query);
+        const { notes, total } = await s.contacts.notes.list(orgId, params.contactId, query);
         return { message: 'Notes', data: notes.map(presentContactNote), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -247,7 +247,7 @@ function noteRoutes(s: RouteServices): AnyRoute[] {
       body: object({ content: noteContent }, ['content']),
       response: { status: 201, description: 'Created', data: NoteView },
       load: loadContact(s),
-      handler: async ({ orgId, actor, params, body }) => ({ message: 'Note added', data: presentContactNote(await s.contacts.notes.create(orgId!, params.contactId, { content: body.content, authorId: actor!.userId })) }),
+      handler: async ({ orgId, actor, params, body }) => ({ message: 'Note added', data: presentContactNote(await s.contacts.notes.create(orgId, params.contactId, { content: body.content, authorId: actor.userId })) }),
     }),
     defineRoute({
       method: 'patch', path: '/contacts/:contactId/notes/:noteId', operationId: 'updateContactNote', tag: group, auth: agent,
@@ -255,10 +255,10 @@ function noteRoutes(s: RouteServices): AnyRoute[] {
       params: params('contactId', 'noteId'),
       body: object({ content: noteContent }, ['content']),
       response: { status: 200, description: 'Updated', data: NoteView },
-      load: ({ orgId, params }) => s.contacts.notes.get(orgId!, params.contactId, params.noteId),
+      load: ({ orgId, params }) => s.contacts.notes.get(orgId, params.contactId, params.noteId),
       handler: async ({ orgId, membership, params, body }) => ({
         message: 'Note updated',
-        data: presentContactNote(await s.contacts.notes.update(orgId!, params.contactId, params.noteId, { userId: membership!.userId!, role: membership!.role }, body.content)),
+        data: presentContactNote(await s.contacts.notes.update(orgId, params.contactId, params.noteId, { userId: membership.userId!, role: membership.role }, body.content)),
       }),
     }),
     defineRoute({
@@ -267,7 +267,7 @@ function noteRoutes(s: RouteServices): AnyRoute[] {
       params: params('contactId', 'noteId'),
       response: { status: 200, description: 'Deleted' },
       handler: async ({ orgId, membership, params }) => {
-        await s.contacts.notes.remove(orgId!, params.contactId, params.noteId, { userId: membership!.userId!, role: membership!.role });
+        await s.contacts.notes.remove(orgId, params.contactId, params.noteId, { userId: membership.userId!, role: membership.role });
         return { message: 'Note deleted' };
       },
     }),

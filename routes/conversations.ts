@@ -26,7 +26,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       query: object({ ...paginationQuery, status, assignedToMe: { type: 'boolean' }, unassigned: { type: 'boolean' }, q: { type: 'string', maxLength: SEARCH_TEXT_MAX, description: 'Matches subject, visitor name or email, and message text' } }),
       response: { status: 200, description: 'Conversations', data: { type: 'array', items: ConversationView }, paginated: true },
       handler: async ({ query, orgId, actor }) => {
-        const { conversations, total } = await s.conversations.list(orgId!, actor!.userId, query);
+        const { conversations, total } = await s.conversations.list(orgId, actor.userId, query);
         return { message: 'Conversations', data: conversations.map(presentConversation), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -34,14 +34,14 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/conversations/recents', operationId: 'listRecentConversations', tag, ...by(rules.read),
       summary: 'The conversations you opened most recently (up to 20)',
       response: { status: 200, description: 'Recently viewed', data: { type: 'array', items: ConversationView } },
-      handler: async ({ orgId, actor }) => ({ message: 'Recent conversations', data: (await s.conversations.recents(orgId!, actor!.userId)).map(presentConversation) }),
+      handler: async ({ orgId, actor }) => ({ message: 'Recent conversations', data: (await s.conversations.recents(orgId, actor.userId)).map(presentConversation) }),
     }),
     defineRoute({
       method: 'delete', path: '/conversations/recents', operationId: 'clearRecentConversations', tag, ...by(rules.markRead),
       summary: 'Forget your recently viewed conversations',
       response: { status: 200, description: 'Cleared' },
       handler: async ({ orgId, actor }) => {
-        await s.conversations.clearRecents(orgId!, actor!.userId);
+        await s.conversations.clearRecents(orgId, actor.userId);
         return { message: 'Recent conversations cleared' };
       },
     }),
@@ -51,8 +51,8 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       params: params('conversationId'),
       response: { status: 200, description: 'Conversation', data: withMessages },
       handler: async ({ params, orgId, actor }) => {
-        const { conversation, messages } = await s.conversations.getWithHistory(orgId!, actor!.userId, params.conversationId);
-        await s.messages.decorate(orgId!, messages);
+        const { conversation, messages } = await s.conversations.getWithHistory(orgId, actor.userId, params.conversationId);
+        await s.messages.decorate(orgId, messages);
         return { message: 'Conversation', data: { ...presentConversation(conversation), messages: messages.map(presentMessage) } };
       },
     }),
@@ -63,7 +63,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       params: params('conversationId'),
       body: { ...object({ priority, tags }), minProperties: 1 },
       response: { status: 200, description: 'The conversation', data: ConversationView },
-      handler: async ({ params, body, orgId }) => ({ message: 'Conversation updated', data: presentConversation(await s.conversations.update(orgId!, params.conversationId, body)) }),
+      handler: async ({ params, body, orgId }) => ({ message: 'Conversation updated', data: presentConversation(await s.conversations.update(orgId, params.conversationId, body)) }),
     }),
     defineRoute({
       method: 'get', path: '/conversations/:conversationId/messages', operationId: 'listMessages', tag, ...by(rules.read),
@@ -72,8 +72,8 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       query: object({ afterSeq: { type: 'integer', minimum: 0 }, beforeSeq: { type: 'integer', minimum: 1 }, limit: pageSize() }),
       response: { status: 200, description: 'Messages, ascending by seq', data: { type: 'array', items: MessageView } },
       handler: async ({ params, query, orgId }) => {
-        await s.conversations.get(orgId!, params.conversationId);
-        const messages = await s.messages.page(orgId!, params.conversationId, { ...query, publicOnly: false });
+        await s.conversations.get(orgId, params.conversationId);
+        const messages = await s.messages.page(orgId, params.conversationId, { ...query, publicOnly: false });
         return { message: 'Messages', data: messages.map(presentMessage) };
       },
     }),
@@ -86,7 +86,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 201, description: 'Stored and announced', data: MessageView },
       errors: [409],
       handler: async ({ params, body, orgId, actor }) => {
-        const { message, duplicate } = await s.messages.send({ type: 'agent', orgId: orgId!, userId: actor!.userId }, { ...body, conversationId: params.conversationId });
+        const { message, duplicate } = await s.messages.send({ type: 'agent', orgId: orgId, userId: actor.userId }, { ...body, conversationId: params.conversationId });
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Message sent', data: presentMessage(message) };
       },
     }),
@@ -96,7 +96,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       params: params('conversationId'),
       body: object({ status }, ['status']),
       response: { status: 200, description: 'Changed', data: ConversationView },
-      handler: async ({ params, body, orgId }) => ({ message: 'Status changed', data: presentConversation(await s.conversations.changeStatus(orgId!, params.conversationId, body.status)) }),
+      handler: async ({ params, body, orgId }) => ({ message: 'Status changed', data: presentConversation(await s.conversations.changeStatus(orgId, params.conversationId, body.status)) }),
     }),
     defineRoute({
       method: 'post', path: '/conversations/:conversationId/route', operationId: 'routeConversation', tag, ...by(rules.assign),
@@ -106,12 +106,12 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       body: object({ assignedTo: assignee, agentId: aliasOf('assignedTo', assignee), reason: { type: 'string', maxLength: 500 } }),
       response: { status: 200, description: 'Routed', data: ConversationView },
       // Which of the two names is given is checked in the handler: a missing conversation is 404 before that.
-      load: ({ params, orgId }) => s.conversations.get(orgId!, params.conversationId),
+      load: ({ params, orgId }) => s.conversations.get(orgId, params.conversationId),
       handler: async ({ params, body, orgId, actor }) => {
         const assignedTo = unalias<string | null>(body, 'assignedTo', 'agentId', { required: true })!;
         return {
           message: assignedTo ? 'Conversation assigned' : 'Conversation unassigned',
-          data: presentConversation(await s.routing.assign(orgId!, params.conversationId, assignedTo, { reason: body.reason ?? null, byUserId: actor!.userId })),
+          data: presentConversation(await s.routing.assign(orgId, params.conversationId, assignedTo, { reason: body.reason ?? null, byUserId: actor.userId })),
         };
       },
     }),
@@ -120,7 +120,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       summary: "Mark the visitor's messages as read (unreadCount back to 0)",
       params: params('conversationId'),
       response: { status: 200, description: 'Read', data: ConversationView },
-      handler: async ({ params, orgId }) => ({ message: 'Marked as read', data: presentConversation(await s.conversations.markRead(orgId!, params.conversationId)) }),
+      handler: async ({ params, orgId }) => ({ message: 'Marked as read', data: presentConversation(await s.conversations.markRead(orgId, params.conversationId)) }),
     }),
     defineRoute({
       method: 'post', path: '/conversations/:conversationId/contact', operationId: 'linkConversationContact', tag, ...by(rules.linkContact),
@@ -132,7 +132,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
         minProperties: 1,
       },
       response: { status: 200, description: 'The conversation with `contact`', data: ConversationView },
-      handler: async ({ params, body, orgId }) => ({ message: body.contactId === null ? 'Contact unlinked' : 'Contact linked', data: presentConversation(await s.conversations.linkContact(orgId!, params.conversationId, body)) }),
+      handler: async ({ params, body, orgId }) => ({ message: body.contactId === null ? 'Contact unlinked' : 'Contact linked', data: presentConversation(await s.conversations.linkContact(orgId, params.conversationId, body)) }),
     }),
   ];
 }

@@ -16,7 +16,7 @@ export function emailRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/email/identity', operationId: 'getEmailIdentity', tag, auth: agent,
       summary: 'The sender identity of the organization\'s mail, with the DNS records its domain should publish',
       response: identity,
-      handler: async ({ orgId }) => ({ message: 'Email identity', data: await s.email.get(orgId!) }),
+      handler: async ({ orgId }) => ({ message: 'Email identity', data: await s.email.get(orgId) }),
     }),
     defineRoute({
       method: 'put', path: '/email/identity', operationId: 'putEmailIdentity', tag, auth: admin,
@@ -24,14 +24,14 @@ export function emailRoutes(s: RouteServices): AnyRoute[] {
       description: 'Until the domain of `fromAddress` is verified, mail leaves from the platform\'s address as "<Org> via <platform>" with Reply-To the organization\'s address. Changing `fromAddress` to another domain makes it unverified again.',
       body: identityBody,
       response: identity,
-      handler: async ({ orgId, body }) => ({ message: 'Email identity saved', data: await s.email.put(orgId!, body) }),
+      handler: async ({ orgId, body }) => ({ message: 'Email identity saved', data: await s.email.put(orgId, body) }),
     }),
     defineRoute({
       method: 'post', path: '/email/identity/verify', operationId: 'verifyEmailIdentity', tag, auth: admin,
       summary: 'Look up the verification TXT record of the from address\'s domain',
       description: 'Not finding the record is not an error: the answer says `domainVerified: false`.',
       response: identity,
-      handler: async ({ orgId }) => ({ message: 'Email identity checked', data: await s.email.verify(orgId!) }),
+      handler: async ({ orgId }) => ({ message: 'Email identity checked', data: await s.email.verify(orgId) }),
     }),
     defineRoute({
       method: 'post', path: '/email/send', operationId: 'sendEmailAi', tag, auth: { kind: 'ai' },

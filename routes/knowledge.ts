@@ -23,7 +23,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Full-text search over the organization\'s indexed chunks (websearch syntax: "quoted phrases", or, -excluded)',
       query: object({ q: searchQuery, limit: searchLimit, sourceId: uuid }, ['q']),
       response: { status: 200, description: 'Best chunks first', data: { type: 'array', items: SearchHitView } },
-      handler: async ({ query, orgId }) => ({ message: 'Results', data: await k.search(orgId!, query.q, { limit: query.limit, sourceId: query.sourceId }) }),
+      handler: async ({ query, orgId }) => ({ message: 'Results', data: await k.search(orgId, query.q, { limit: query.limit, sourceId: query.sourceId }) }),
     }),
     defineRoute({
       method: 'get', path: '/knowledge/unanswered', operationId: 'listUnansweredQuestions', tag, auth: agent,
@@ -31,7 +31,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       query: object({ status: unansweredStatus, sort: { type: 'string', enum: ['recent', 'frequent'], default: 'recent' }, ...paginationQuery }),
       response: { status: 200, description: 'Questions', data: { type: 'array', items: UnansweredView }, paginated: true },
       handler: async ({ query, orgId }) => {
-        const { rows, total } = await s.unanswered.list(orgId!, query);
+        const { rows, total } = await s.unanswered.list(orgId, query);
         return { message: 'Unanswered questions', data: rows.map(presentUnanswered), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -40,7 +40,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       summary: 'How many questions have a status (default open)',
       query: object({ status: { ...unansweredStatus, default: 'open' } }),
       response: { status: 200, description: 'Count', data: object({ count: { type: 'integer' } }) },
-      handler: async ({ query, orgId }) => ({ message: 'Count', data: { count: await s.unanswered.count(orgId!, query.status) } }),
+      handler: async ({ query, orgId }) => ({ message: 'Count', data: { count: await s.unanswered.count(orgId, query.status) } }),
     }),
     defineRoute({
       method: 'patch', path: '/knowledge/unanswered/:questionId', operationId: 'updateUnansweredQuestion', tag, auth: admin,
@@ -49,7 +49,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       body: { ...object({ status: unansweredStatus, answer: { type: 'string', minLength: 1, maxLength: 20_000, pattern: '\\S' } }), minProperties: 1 },
       response: { status: 200, description: 'Question', data: UnansweredView },
       errors: [403],
-      handler: async ({ params: p, body, orgId, actor }) => ({ message: 'Question updated', data: presentUnanswered(await s.unanswered.update(orgId!, actor!.userId, p.questionId, body)) }),
+      handler: async ({ params: p, body, orgId, actor }) => ({ message: 'Question updated', data: presentUnanswered(await s.unanswered.update(orgId, actor.userId, p.questionId, body)) }),
     }),
     defineRoute({
       method: 'post', path: '/knowledge/request-upload', operationId: 'requestKnowledgeUpload', tag, auth: admin,
@@ -58,7 +58,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 201, description: 'The source (awaiting_upload) and its upload', data: object({ documentId: uuid, document: KnowledgeSourceView, upload: object({ objectId: uuid, url: { type: 'string' }, method: { const: 'PUT' }, headers: { type: 'object' }, expiresAt: { type: 'string' } }) }) },
       errors: [403],
       handler: async ({ body, orgId, actor, membership }) => {
-        const { source, presigned } = await k.requestUpload(orgId!, actor!.userId, membership!.role, body);
+        const { source, presigned } = await k.requestUpload(orgId, actor.userId, membership.role, body);
         return { message: 'Upload ready', data: { documentId: source.id, document: presentKnowledgeSource(source), upload: { objectId: presigned.object.id, ...presigned.upload, expiresAt: presigned.expiresAt.toISOString() } } };
       },
     }),
@@ -66,7 +66,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       method: 'post', path: '/knowledge/reindex', operationId: 'reindexAllKnowledge', tag, auth: admin,
       summary: 'Queue every source of the organization for reindexing (paused and awaiting sources excepted)',
       response: { status: 202, description: 'Queued', data: object({ queued: { type: 'integer' } }) },
-      handler: async ({ orgId }) => ({ message: 'Reindexing queued', data: { queued: await k.reindexAll(orgId!) } }),
+      handler: async ({ orgId }) => ({ message: 'Reindexing queued', data: { queued: await k.reindexAll(orgId) } }),
     }),
     defineRoute({
       method: 'get', path: '/knowledge', operationId: 'listKnowledge', tag, auth: agent,
@@ -74,7 +74,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       query: object({ status, source: sourceKind, q: { type: 'string', minLength: 1, maxLength: SEARCH_TEXT_MAX }, ...paginationQuery }),
       response: { status: 200, description: 'Sources', data: { type: 'array', items: KnowledgeSourceView }, paginated: true },
       handler: async ({ query, orgId }) => {
-        const { rows, total } = await k.list(orgId!, query);
+        const { rows, total } = await k.list(orgId, query);
         return { message: 'Knowledge sources', data: rows.map(presentKnowledgeSource), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -88,28 +88,28 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       }, ['title', 'source']),
       response: { status: 201, description: 'Queued source', data: KnowledgeSourceView },
       errors: [403],
-      handler: async ({ body, orgId, actor }) => ({ message: 'Source queued', data: presentKnowledgeSource(await k.create(orgId!, actor!.userId, body)) }),
+      handler: async ({ body, orgId, actor }) => ({ message: 'Source queued', data: presentKnowledgeSource(await k.create(orgId, actor.userId, body)) }),
     }),
     defineRoute({
       method: 'get', path: '/knowledge/:documentId', operationId: 'getKnowledge', tag, auth: agent,
       summary: 'One source (with its text for text and FAQ sources)',
       params: params('documentId'),
       response: { status: 200, description: 'Source', data: KnowledgeSourceView },
-      handler: async ({ params: p, orgId }) => ({ message: 'Knowledge source', data: presentKnowledgeDetail(await k.get(orgId!, p.documentId)) }),
+      handler: async ({ params: p, orgId }) => ({ message: 'Knowledge source', data: presentKnowledgeDetail(await k.get(orgId, p.documentId)) }),
     }),
     defineRoute({
       method: 'get', path: '/knowledge/:documentId/view-url', operationId: 'getKnowledgeViewUrl', tag, auth: agent,
       summary: 'Where to read a source: a signed URL of its file, its web address, or null for text',
       params: params('documentId'),
       response: { status: 200, description: 'URL', data: object({ url: { type: ['string', 'null'] }, expiresAt: { type: ['string', 'null'] } }) },
-      handler: async ({ params: p, orgId }) => ({ message: 'View URL', data: await k.viewUrl(orgId!, p.documentId) }),
+      handler: async ({ params: p, orgId }) => ({ message: 'View URL', data: await k.viewUrl(orgId, p.documentId) }),
     }),
     defineRoute({
       method: 'post', path: '/knowledge/:documentId/confirm', operationId: 'confirmKnowledgeUpload', tag, auth: admin,
       summary: 'Confirm a file source\'s upload: the file is checked (missing or mismatched: 400) and queued for indexing',
       params: params('documentId'),
       response: { status: 200, description: 'Queued source', data: KnowledgeSourceView },
-      handler: async ({ params: p, orgId }) => ({ message: 'Source queued', data: presentKnowledgeSource(await k.confirmUpload(orgId!, p.documentId)) }),
+      handler: async ({ params: p, orgId }) => ({ message: 'Source queued', data: presentKnowledgeSource(await k.confirmUpload(orgId, p.documentId)) }),
     }),
     defineRoute({
       method: 'patch', path: '/knowledge/:documentId', operationId: 'updateKnowledge', tag, auth: admin,
@@ -117,7 +117,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       params: params('documentId'),
       body: { ...object({ title, catalog: { type: ['string', 'null'], maxLength: 100 }, content: sourceContent, isPaused: { type: 'boolean' }, syncFrequency }), minProperties: 1 },
       response: { status: 200, description: 'Source', data: KnowledgeSourceView },
-      handler: async ({ params: p, body, orgId }) => ({ message: 'Source updated', data: presentKnowledgeSource(await k.update(orgId!, p.documentId, body)) }),
+      handler: async ({ params: p, body, orgId }) => ({ message: 'Source updated', data: presentKnowledgeSource(await k.update(orgId, p.documentId, body)) }),
     }),
     defineRoute({
       method: 'delete', path: '/knowledge/:documentId', operationId: 'deleteKnowledge', tag, auth: admin,
@@ -125,7 +125,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       params: params('documentId'),
       response: { status: 200, description: 'Deleted' },
       handler: async ({ params: p, orgId }) => {
-        await k.delete(orgId!, p.documentId);
+        await k.delete(orgId, p.documentId);
         return { message: 'Source deleted' };
       },
     }),
@@ -134,7 +134,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Queue one source for reindexing',
       params: params('documentId'),
       response: { status: 202, description: 'Queued', data: KnowledgeSourceView },
-      handler: async ({ params: p, orgId }) => ({ message: 'Reindexing queued', data: presentKnowledgeSource(await k.reindex(orgId!, p.documentId)) }),
+      handler: async ({ params: p, orgId }) => ({ message: 'Reindexing queued', data: presentKnowledgeSource(await k.reindex(orgId, p.documentId)) }),
     }),
     defineRoute({
       method: 'post', path: '/conversations/:conversationId/assist', operationId: 'assistConversation', tag, auth: agent,
@@ -143,8 +143,8 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       params: params('conversationId'),
       response: { status: 200, description: 'Suggestions', data: AssistView },
       handler: async ({ params: p, orgId, actor }) => {
-        const local = await s.assist.local(orgId!, p.conversationId);
-        return { message: 'Assist', data: { ...local, suggestion: await s.assist.suggestion(orgId!, local, actor!.userId) } };
+        const local = await s.assist.local(orgId, p.conversationId);
+        return { message: 'Assist', data: { ...local, suggestion: await s.assist.suggestion(orgId, local, actor.userId) } };
       },
     }),
   ];

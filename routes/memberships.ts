@@ -31,7 +31,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 201, description: 'Invitation created', data: withInviteLink },
       errors: [409],
       handler: async ({ params, body, actor, membership }) => {
-        const { membership: invited, inviteLink } = await s.memberships.invite(actor!, membership!, params.orgId, body);
+        const { membership: invited, inviteLink } = await s.memberships.invite(actor, membership, params.orgId, body);
         return { message: 'Invitation sent', data: { ...presentMembership(invited), ...(inviteLink ? { inviteLink } : {}) } };
       },
     }),
@@ -42,7 +42,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Invitation sent again', data: withInviteLink },
       errors: [409],
       handler: async ({ params, actor }) => {
-        const { membership, inviteLink } = await s.memberships.resendInvite(actor!, params.orgId, params.memberId);
+        const { membership, inviteLink } = await s.memberships.resendInvite(actor, params.orgId, params.memberId);
         return { message: 'Invitation sent again', data: { ...presentMembership(membership), ...(inviteLink ? { inviteLink } : {}) } };
       },
     }),
@@ -55,7 +55,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
       errors: [409],
       handler: async ({ params, body, membership }) => ({
         message: 'Role changed',
-        data: presentMembership(await s.memberships.withUser(await s.memberships.changeRole(membership!, params.orgId, params.memberId, body.role))),
+        data: presentMembership(await s.memberships.withUser(await s.memberships.changeRole(membership, params.orgId, params.memberId, body.role))),
       }),
     }),
     defineRoute({
@@ -67,7 +67,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
       errors: [409],
       handler: async ({ params, body, membership }) => ({
         message: 'Status changed',
-        data: presentMembership(await s.memberships.withUser(await s.memberships.changeStatus(membership!, params.orgId, params.memberId, body.status))),
+        data: presentMembership(await s.memberships.withUser(await s.memberships.changeStatus(membership, params.orgId, params.memberId, body.status))),
       }),
     }),
     defineRoute({
@@ -77,7 +77,7 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Removed' },
       errors: [409],
       handler: async ({ params, membership }) => {
-        await s.memberships.remove(membership!, params.orgId, params.memberId);
+        await s.memberships.remove(membership, params.orgId, params.memberId);
         return { message: 'Member removed' };
       },
     }),

@@ -42,7 +42,7 @@ export function observabilityRoutes(s: RouteServices): AnyRoute[] {
           byDay: { type: 'array', items: object({ day: { type: 'string', format: 'date' }, ...group }) },
         }),
       },
-      handler: async ({ orgId, query }) => ({ message: 'AI call summary', data: await s.observability.summary(orgId!, query.days) }),
+      handler: async ({ orgId, query }) => ({ message: 'AI call summary', data: await s.observability.summary(orgId, query.days) }),
     }),
   ];
 }

@@ -22,7 +22,7 @@ export function organizationRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Organizations you are an accepted member of, with your role in each',
       response: { status: 200, description: 'Organizations', data: { type: 'array', items: OrganizationEntryView } },
       handler: async ({ actor }) => {
-        const list = await s.organizations.listForUser(actor!.userId);
+        const list = await s.organizations.listForUser(actor.userId);
         return { message: 'Organizations', data: list.map((o) => presentOrganizationEntry(o.organization, o.role)) };
       },
     }),
@@ -31,7 +31,7 @@ export function organizationRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Create an organization; you become its owner (switch to it to work in it)',
       body: object({ name: personName, domain }, ['name']),
       response: { status: 201, description: 'Created', data: OrganizationView },
-      handler: async ({ body, actor }) => ({ message: 'Organization created', data: presentOrganization(await s.organizations.create(actor!, body)) }),
+      handler: async ({ body, actor }) => ({ message: 'Organization created', data: presentOrganization(await s.organizations.create(actor, body)) }),
     }),
     defineRoute({
       method: 'get', path: '/organizations/billing/entitlements', operationId: 'getEntitlements', tag, auth: { kind: 'org', role: 'agent', orgFrom: 'token' },
@@ -44,7 +44,7 @@ export function organizationRoutes(s: RouteServices): AnyRoute[] {
           features: { type: 'array', items: { type: 'string' } },
         }),
       },
-      handler: async ({ orgId }) => ({ message: 'Entitlements', data: await s.organizations.entitlements(orgId!) }),
+      handler: async ({ orgId }) => ({ message: 'Entitlements', data: await s.organizations.entitlements(orgId) }),
     }),
     defineRoute({
       method: 'get', path: '/organizations/billing/usage', operationId: 'getUsage', tag, auth: { kind: 'org', role: 'agent', orgFrom: 'token' },
@@ -54,7 +54,7 @@ export function organizationRoutes(s: RouteServices): AnyRoute[] {
         status: 200, description: 'Usage',
         data: object({ periodStart: { type: 'string', format: 'date-time' }, periodEnd: { type: 'string', format: 'date-time' }, usage: { type: 'object', additionalProperties: { type: 'integer' } } }),
       },
-      handler: async ({ orgId }) => ({ message: 'Usage', data: await s.organizations.usage(orgId!) }),
+      handler: async ({ orgId }) => ({ message: 'Usage', data: await s.organizations.usage(orgId) }),
     }),
     defineRoute({
       method: 'get', path: '/organizations/:orgId', operationId: 'getOrganization', tag, auth: { kind: 'org', role: 'agent', orgFrom: 'path' },
@@ -88,7 +88,7 @@ export function organizationRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Switched', data: object({ ...TokenPairView, organization: OrganizationView, role }) },
       errors: [403],
       handler: async ({ params, actor, meta }) => {
-        const switched = await s.organizations.switchTo(actor!, params.orgId, meta);
+        const switched = await s.organizations.switchTo(actor, params.orgId, meta);
         return { message: 'Switched organization', data: { ...presentTokens(switched), organization: presentOrganization(switched.organization), role: switched.role } };
       },
     }),

@@ -42,25 +42,32 @@ export interface RouteResult {
   pagination?: Pagination;
 }
 
-export interface HandlerArgs<B, Q, P> {
+/**
+ * Who is calling, as the route's auth kind guarantees it once the registry let the request through: an `org` route
+ * always has its operator, membership and organization; a `widget` route its visitor and organization; a `bearer`
+ * route its operator; a public route with `optionalBearer` maybe an operator; `ai` and other public routes nobody.
+ */
+export type CallerOf<A extends RouteAuth> = A extends { kind: 'org' }
+  ? { actor: OperatorActor; membership: Membership; orgId: string; visitor: null }
+  : A extends { kind: 'widget' }
+    ? { actor: null; membership: null; orgId: string; visitor: VisitorActor }
+    : A extends { kind: 'bearer' }
+      ? { actor: OperatorActor; membership: null; orgId: null; visitor: null }
+      : A extends { kind: 'public'; optionalBearer: true }
+        ? { actor: OperatorActor | null; membership: null; orgId: null; visitor: null }
+        : { actor: null; membership: null; orgId: null; visitor: null };
+
+export type HandlerArgs<B, Q, P, A extends RouteAuth = RouteAuth> = CallerOf<A> & {
   body: B;
   query: Q;
   params: P;
-  /** The operator calling (null on public and ai routes, unless a public route accepts an optional bearer). */
-  actor: OperatorActor | null;
-  /** The widget visitor calling a `widget` route. */
-  visitor: VisitorActor | null;
-  /** The accepted membership that satisfied an `org` route's role check. */
-  membership: Membership | null;
-  /** The organization an `org` route acts in. */
-  orgId: string | null;
   ctx: Context;
   meta: { ip: string; userAgent: string | null };
   /** What the route's `load` returned. */
   loaded: unknown;
-}
+};
 
-export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
+export interface RouteDef<B = unknown, Q = unknown, P = unknown, A extends RouteAuth = RouteAuth> {
   method: Method;
   /** Koa path under /api/v1, `:name` for parameters. */
   path: string;
@@ -68,7 +75,7 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   tag: string;
   summary: string;
   description?: string;
-  auth: RouteAuth;
+  auth: A;
   rateLimit?: RateLimitName;
   body?: JsonSchema;
   /** The body as the OpenAPI document shows it, when validation is deliberately looser (per-item reports). */
@@ -83,12 +90,12 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   /** The handler reads the request's bytes itself (signed uploads): no JSON parsing, no body schema. */
   rawBody?: boolean;
   /** Loads the route's resource before the input is validated, so a missing one is 404 whatever the body. */
-  load?: (args: { params: P; orgId: string | null; actor: OperatorActor | null }) => Promise<unknown>;
-  handler: (args: HandlerArgs<B, Q, P>) => Promise<RouteResult>;
+  load?: (args: { params: P; orgId: CallerOf<A>['orgId']; actor: CallerOf<A>['actor'] }) => Promise<unknown>;
+  handler: (args: HandlerArgs<B, Q, P, A>) => Promise<RouteResult>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyRoute = RouteDef<any, any, any>;
+export type AnyRoute = RouteDef<any, any, any, any>;
 
 /**
  * What a request part holds once its schema accepted it (ajv's defaults applied, so a defaulted property is
@@ -99,11 +106,14 @@ export type Input<S> = [S] extends [undefined] ? Record<string, never> : S exten
 type SchemaParts = 'body' | 'query' | 'params';
 
 /** A route whose handler receives its body, query and params typed by the route's own schemas. */
-export type TypedRouteDef<BS, QS, PS> = Omit<RouteDef<Input<BS>, Input<QS>, Input<PS>>, SchemaParts> & { body?: BS; query?: QS; params?: PS };
+export type TypedRouteDef<BS, QS, PS, A extends RouteAuth> = Omit<RouteDef<Input<BS>, Input<QS>, Input<PS>, A>, SchemaParts> & { body?: BS; query?: QS; params?: PS };
 
-export function defineRoute<const BS extends JSONSchema | undefined = undefined, const QS extends JSONSchema | undefined = undefined, const PS extends JSONSchema | undefined = undefined>(
-  def: TypedRouteDef<BS, QS, PS>,
-): AnyRoute {
+export function defineRoute<
+  const BS extends JSONSchema | undefined = undefined,
+  const QS extends JSONSchema | undefined = undefined,
+  const PS extends JSONSchema | undefined = undefined,
+  const A extends RouteAuth = RouteAuth,
+>(def: TypedRouteDef<BS, QS, PS, A>): AnyRoute {
   return def as AnyRoute;
 }
 
@@ -239,7 +249,7 @@ export class RouteRegistry {
 
         if (bodyError) throw bodyError;
         // A route that loads its resource first answers 404 for a missing one before judging the input (400).
-        const loaded = def.load ? await def.load({ params, orgId: orgId ?? visitor?.orgId ?? null, actor }) : undefined;
+        const loaded = def.load ? await def.load({ params, orgId: (orgId ?? visitor?.orgId ?? null) as string, actor }) : undefined;
 
         const query: Record<string, unknown> = { ...ctx.query };
         if (services.config.allowQueryToken) delete query.token;
@@ -247,7 +257,9 @@ export class RouteRegistry {
         const body = hasBody ? (rawBody ?? {}) : undefined;
         if (validateBody && !validateBody(body)) throw new ValidationFailed('The request body is not valid', errorDetails(validateBody.errors, 'body'));
 
-        const result = await def.handler({ body, query, params, actor, visitor, membership, orgId: orgId ?? visitor?.orgId ?? null, ctx, meta, loaded });
+        // The checks above are what CallerOf<auth> promises each kind of route; the compiler cannot follow them here.
+        const caller = { actor, visitor, membership, orgId: orgId ?? visitor?.orgId ?? null } as CallerOf<RouteAuth>;
+        const result = await def.handler({ body, query, params, ...caller, ctx, meta, loaded });
         ctx.status = result.status ?? def.response.status;
         if (result.raw) {
           ctx.type = result.raw.contentType;

@@ -14,11 +14,11 @@ const tag = 'Storage';
 const agent = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
 const widget = { kind: 'widget' } as const;
 
-const operator = (a: Pick<HandlerArgs<unknown, unknown, unknown>, 'orgId' | 'actor' | 'membership'>): Extract<Uploader, { kind: 'operator' }> => ({
+const operator = (a: Pick<HandlerArgs<unknown, unknown, unknown, typeof agent>, 'orgId' | 'actor' | 'membership'>): Extract<Uploader, { kind: 'operator' }> => ({
   kind: 'operator',
-  orgId: a.orgId!,
-  userId: a.actor!.userId,
-  role: a.membership!.role,
+  orgId: a.orgId,
+  userId: a.actor.userId,
+  role: a.membership.role,
 });
 
 /** Files served from our own origin download rather than render (images excepted), and may be embedded anywhere. */
@@ -59,7 +59,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'URL', data: DownloadView },
       errors: [404],
       handler: async ({ body, orgId }) => {
-        const d = await storage.downloadUrl(await storage.get(orgId!, body.objectId), body.expiresIn);
+        const d = await storage.downloadUrl(await storage.get(orgId, body.objectId), body.expiresIn);
         return { message: 'Download URL', data: { url: d.url, expiresAt: d.expiresAt.toISOString() } };
       },
     }),
@@ -69,7 +69,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
       query: object({ purpose, status: { type: 'string', enum: ['pending', 'uploaded'] }, ...paginationQuery }),
       response: { status: 200, description: 'Files', data: { type: 'array', items: StorageObjectView }, paginated: true },
       handler: async ({ query, orgId }) => {
-        const { rows, total } = await storage.list(orgId!, query);
+        const { rows, total } = await storage.list(orgId, query);
         return { message: 'Files', data: rows.map(presentStorageObject), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -78,7 +78,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
       summary: 'One file\'s metadata',
       params: params('objectId'),
       response: { status: 200, description: 'File', data: StorageObjectView },
-      handler: async ({ params: p, orgId }) => ({ message: 'File', data: presentStorageObject(await storage.get(orgId!, p.objectId)) }),
+      handler: async ({ params: p, orgId }) => ({ message: 'File', data: presentStorageObject(await storage.get(orgId, p.objectId)) }),
     }),
     defineRoute({
       method: 'delete', path: '/storage/:objectId', operationId: 'deleteFile', tag, auth: agent,
@@ -145,7 +145,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 201, description: 'Pending object and its upload', data: PresignedUploadView(VisitorObjectView) },
       errors: [403],
       handler: async ({ visitor, body }) => {
-        const p = await storage.presignUpload({ kind: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId }, { ...body, purpose: 'attachment' });
+        const p = await storage.presignUpload({ kind: 'visitor', orgId: visitor.orgId, sessionId: visitor.sessionId }, { ...body, purpose: 'attachment' });
         return { message: 'Upload ready', data: { objectId: p.object.id, object: presentVisitorObject(p.object), upload: p.upload, expiresAt: p.expiresAt.toISOString() } };
       },
     }),
@@ -154,7 +154,7 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
       summary: 'A visitor confirms its own upload (checked like an agent\'s)',
       params: params('objectId'),
       response: { status: 200, description: 'Uploaded object', data: VisitorObjectView },
-      handler: async ({ visitor, params: p }) => ({ message: 'Upload complete', data: presentVisitorObject(await storage.complete({ kind: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId }, p.objectId)) }),
+      handler: async ({ visitor, params: p }) => ({ message: 'Upload complete', data: presentVisitorObject(await storage.complete({ kind: 'visitor', orgId: visitor.orgId, sessionId: visitor.sessionId }, p.objectId)) }),
     }),
     defineRoute({
       method: 'post', path: '/widget/storage/presigned-download', operationId: 'presignWidgetDownload', tag, auth: widget,
@@ -163,8 +163,8 @@ export function storageRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'URL', data: DownloadView },
       errors: [404],
       handler: async ({ visitor, body }) => {
-        const o = await storage.get(visitor!.orgId, body.objectId);
-        if (!(await s.attachments.visitorMay(visitor!.orgId, visitor!.sessionId, o))) throw new NotFound('File');
+        const o = await storage.get(visitor.orgId, body.objectId);
+        if (!(await s.attachments.visitorMay(visitor.orgId, visitor.sessionId, o))) throw new NotFound('File');
         const d = await storage.downloadUrl(o, body.expiresIn);
         return { message: 'Download URL', data: { url: d.url, expiresAt: d.expiresAt.toISOString() } };
       },

@@ -28,7 +28,7 @@ export function templateRoutes(s: RouteServices): AnyRoute[] {
       query: object({ ...paginationQuery, category: { type: 'string', maxLength: 100 }, q: { type: 'string', maxLength: SEARCH_TEXT_MAX } }),
       response: { status: 200, description: 'Templates', data: { type: 'array', items: TemplateView }, paginated: true },
       handler: async ({ orgId, query }) => {
-        const { templates, total } = await s.templates.list(orgId!, query);
+        const { templates, total } = await s.templates.list(orgId, query);
         return { message: 'Templates', data: templates.map(presentTemplate), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -37,7 +37,7 @@ export function templateRoutes(s: RouteServices): AnyRoute[] {
       summary: 'One template',
       params: params('id'),
       response: { status: 200, description: 'Template', data: TemplateView },
-      handler: async ({ orgId, params }) => ({ message: 'Template', data: presentTemplate(await s.templates.get(orgId!, params.id)) }),
+      handler: async ({ orgId, params }) => ({ message: 'Template', data: presentTemplate(await s.templates.get(orgId, params.id)) }),
     }),
     defineRoute({
       method: 'post', path: '/templates', operationId: 'createTemplate', tag, auth: admin,
@@ -45,7 +45,7 @@ export function templateRoutes(s: RouteServices): AnyRoute[] {
       body: object(fields, ['title', 'content']),
       response: { status: 201, description: 'Created', data: TemplateView },
       errors: [409],
-      handler: async ({ orgId, actor, body }) => ({ message: 'Template created', data: presentTemplate(await s.templates.create(orgId!, actor!.userId, body)) }),
+      handler: async ({ orgId, actor, body }) => ({ message: 'Template created', data: presentTemplate(await s.templates.create(orgId, actor.userId, body)) }),
     }),
     defineRoute({
       method: 'patch', path: '/templates/:id', operationId: 'updateTemplate', tag, auth: admin,
@@ -55,17 +55,17 @@ export function templateRoutes(s: RouteServices): AnyRoute[] {
       body: { ...object(fields), minProperties: 1 },
       response: { status: 200, description: 'Template updated', data: TemplateView },
       errors: [409],
-      load: ({ orgId, params }) => s.templates.get(orgId!, params.id),
-      handler: async ({ orgId, params, body }) => ({ message: 'Template updated', data: presentTemplate(await s.templates.update(orgId!, params.id, body)) }),
+      load: ({ orgId, params }) => s.templates.get(orgId, params.id),
+      handler: async ({ orgId, params, body }) => ({ message: 'Template updated', data: presentTemplate(await s.templates.update(orgId, params.id, body)) }),
     }),
     defineRoute({
       method: 'delete', path: '/templates/:id', operationId: 'deleteTemplate', tag, auth: admin,
       summary: 'Delete a template',
       params: params('id'),
       response: { status: 200, description: 'Deleted' },
-      load: ({ orgId, params }) => s.templates.get(orgId!, params.id),
+      load: ({ orgId, params }) => s.templates.get(orgId, params.id),
       handler: async ({ orgId, params }) => {
-        await s.templates.remove(orgId!, params.id);
+        await s.templates.remove(orgId, params.id);
         return { message: 'Template deleted' };
       },
     }),

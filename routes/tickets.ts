@@ -19,10 +19,10 @@ const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-
 const STATUS_LIST = `(${TICKET_STATUSES.join('|')})`;
 
 const ticketFields = { title, description, priority, assignedTo, tags, dueAt };
-const agentOf = (orgId: string | null, userId: string): TicketActor => ({ type: 'agent', orgId: orgId!, userId });
+const agentOf = (orgId: string, userId: string): TicketActor => ({ type: 'agent', orgId: orgId, userId });
 
 export function ticketRoutes(s: RouteServices): AnyRoute[] {
-  const load = ({ orgId, params }: { orgId: string | null; params: Id }) => s.tickets.get(orgId!, params.ticketId);
+  const load = ({ orgId, params }: { orgId: string; params: Id }) => s.tickets.get(orgId, params.ticketId);
   return [
     defineRoute({
       method: 'get', path: '/tickets', operationId: 'listTickets', tag, auth: agent,
@@ -40,7 +40,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Tickets', data: { type: 'array', items: TicketView }, paginated: true },
       handler: async ({ orgId, actor, query }) => {
         const status = query.status?.flatMap((v) => v.split(',')) as TicketStatus[] | undefined;
-        const { tickets, total } = await s.tickets.list(orgId!, actor!.userId, { ...query, status });
+        const { tickets, total } = await s.tickets.list(orgId, actor.userId, { ...query, status });
         return { message: 'Tickets', data: tickets.map(presentTicket), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -50,14 +50,14 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       description: 'The requester is `contactId` (404 when not a contact of the organization) or `requester` (found or created as a contact by email), not both. With a requester email, the requester is mailed "[#number] title" as the first mail of the ticket\'s thread.',
       body: { ...object({ ...ticketFields, contactId: uuid, requester, conversationId: uuid }, ['title']), not: { type: 'object', properties: { contactId: true, requester: true }, required: ['contactId', 'requester'] } },
       response: { status: 201, description: 'Created', data: TicketView },
-      handler: async ({ orgId, actor, body }) => ({ message: 'Ticket created', data: presentTicket(await s.tickets.create(agentOf(orgId, actor!.userId), body)) }),
+      handler: async ({ orgId, actor, body }) => ({ message: 'Ticket created', data: presentTicket(await s.tickets.create(agentOf(orgId, actor.userId), body)) }),
     }),
     defineRoute({
       method: 'get', path: '/tickets/:ticketId', operationId: 'getTicket', tag, auth: agent,
       summary: 'One ticket',
       params: params('ticketId'),
       response: { status: 200, description: 'Ticket', data: TicketView },
-      handler: async ({ orgId, params }) => ({ message: 'Ticket', data: presentTicket(await s.tickets.get(orgId!, params.ticketId)) }),
+      handler: async ({ orgId, params }) => ({ message: 'Ticket', data: presentTicket(await s.tickets.get(orgId, params.ticketId)) }),
     }),
     defineRoute({
       method: 'patch', path: '/tickets/:ticketId', operationId: 'updateTicket', tag, auth: agent,
@@ -67,7 +67,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       body: { ...object({ ...ticketFields, status: settableStatus, contactId: { type: ['string', 'null'], format: 'uuid' } }), minProperties: 1 },
       response: { status: 200, description: 'Updated', data: TicketView },
       load,
-      handler: async ({ orgId, actor, params, body }) => ({ message: 'Ticket updated', data: presentTicket(await s.tickets.update(agentOf(orgId, actor!.userId), params.ticketId, body)) }),
+      handler: async ({ orgId, actor, params, body }) => ({ message: 'Ticket updated', data: presentTicket(await s.tickets.update(agentOf(orgId, actor.userId), params.ticketId, body)) }),
     }),
     defineRoute({
       method: 'delete', path: '/tickets/:ticketId', operationId: 'deleteTicket', tag, auth: admin,
@@ -76,7 +76,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 200, description: 'Deleted' },
       load,
       handler: async ({ orgId, params }) => {
-        await s.tickets.remove(orgId!, params.ticketId);
+        await s.tickets.remove(orgId, params.ticketId);
         return { message: 'Ticket deleted' };
       },
     }),
@@ -87,7 +87,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       body: object({ content: eventText }, ['content']),
       response: { status: 201, description: 'The note event', data: TicketEventView },
       load,
-      handler: async ({ orgId, actor, params, body }) => ({ message: 'Note added', data: presentTicketEvent(await s.tickets.addNote(agentOf(orgId, actor!.userId), params.ticketId, body.content)) }),
+      handler: async ({ orgId, actor, params, body }) => ({ message: 'Note added', data: presentTicketEvent(await s.tickets.addNote(agentOf(orgId, actor.userId), params.ticketId, body.content)) }),
     }),
     defineRoute({
       method: 'post', path: '/tickets/:ticketId/replies', operationId: 'replyToTicket', tag, auth: agent,
@@ -99,7 +99,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 201, description: 'The reply event and its delivery', data: object({ event: TicketEventView, delivery: DeliveryView }) },
       load,
       handler: async ({ orgId, actor, params, body }) => {
-        const { event, delivery, duplicate } = await s.tickets.reply(agentOf(orgId, actor!.userId), params.ticketId, body);
+        const { event, delivery, duplicate } = await s.tickets.reply(agentOf(orgId, actor.userId), params.ticketId, body);
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already sent' : 'Reply sent', data: { event: presentTicketEvent(event), delivery } };
       },
     }),
@@ -111,7 +111,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       query: object({ after: uuid, limit: pageSize() }),
       response: { status: 200, description: 'Events', data: { type: 'array', items: TicketEventView } },
       load,
-      handler: async ({ orgId, params, query }) => ({ message: 'Ticket events', data: (await s.tickets.events(orgId!, params.ticketId, query)).map(presentTicketEvent) }),
+      handler: async ({ orgId, params, query }) => ({ message: 'Ticket events', data: (await s.tickets.events(orgId, params.ticketId, query)).map(presentTicketEvent) }),
     }),
     defineRoute({
       method: 'post', path: '/tickets/:ticketId/merge', operationId: 'mergeTicket', tag, auth: agent,
@@ -121,7 +121,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       body: object({ targetTicketId: uuid }, ['targetTicketId']),
       response: { status: 200, description: 'The target ticket', data: TicketView },
       load,
-      handler: async ({ orgId, actor, params, body }) => ({ message: 'Ticket merged', data: presentTicket(await s.tickets.merge(agentOf(orgId, actor!.userId), params.ticketId, body.targetTicketId)) }),
+      handler: async ({ orgId, actor, params, body }) => ({ message: 'Ticket merged', data: presentTicket(await s.tickets.merge(agentOf(orgId, actor.userId), params.ticketId, body.targetTicketId)) }),
     }),
     defineRoute({
       method: 'post', path: '/tickets/:ticketId/link', operationId: 'linkTicketConversation', tag, auth: agent,
@@ -132,7 +132,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       load,
       handler: async ({ orgId, actor, params, body }) => ({
         message: body.conversationId ? 'Ticket linked' : 'Ticket unlinked',
-        data: presentTicket(await s.tickets.link(agentOf(orgId, actor!.userId), params.ticketId, body.conversationId)),
+        data: presentTicket(await s.tickets.link(agentOf(orgId, actor.userId), params.ticketId, body.conversationId)),
       }),
     }),
     defineRoute({
@@ -142,7 +142,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       params: params('conversationId'),
       body: object({ title, priority, description }, ['title']),
       response: { status: 201, description: 'Created', data: TicketView },
-      handler: async ({ orgId, actor, params, body }) => ({ message: 'Ticket created', data: presentTicket(await s.tickets.fromConversation(agentOf(orgId, actor!.userId), params.conversationId, body)) }),
+      handler: async ({ orgId, actor, params, body }) => ({ message: 'Ticket created', data: presentTicket(await s.tickets.fromConversation(agentOf(orgId, actor.userId), params.conversationId, body)) }),
     }),
   ];
 }

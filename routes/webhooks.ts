@@ -37,7 +37,7 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/webhooks', operationId: 'listWebhooks', tag, auth: admin,
       summary: 'Webhooks of the active organization (at most 20)',
       response: { status: 200, description: 'Webhooks', data: { type: 'array', items: WebhookView } },
-      handler: async ({ orgId }) => ({ message: 'Webhooks', data: (await s.webhooks.list(orgId!)).map(presentWebhook) }),
+      handler: async ({ orgId }) => ({ message: 'Webhooks', data: (await s.webhooks.list(orgId)).map(presentWebhook) }),
     }),
     defineRoute({
       method: 'post', path: '/webhooks', operationId: 'createWebhook', tag, auth: admin,
@@ -47,7 +47,7 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
       response: { status: 201, description: 'The webhook and its secret (shown once)', data: { type: 'object', properties: { webhook: WebhookView, secret: { type: 'string' } } } },
       errors: [409],
       handler: async ({ orgId, actor, body }) => {
-        const { webhook, secret } = await s.webhooks.create(orgId!, actor!.userId, body);
+        const { webhook, secret } = await s.webhooks.create(orgId, actor.userId, body);
         return { message: 'Webhook created; store the secret now, it is not shown again', data: { webhook: presentWebhook(webhook), secret } };
       },
     }),
@@ -55,21 +55,21 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/webhooks/:webhookId', operationId: 'getWebhook', tag, auth: admin,
       summary: 'One webhook', params: params('webhookId'),
       response: { status: 200, description: 'Webhook', data: WebhookView },
-      handler: async ({ orgId, params: p }) => ({ message: 'Webhook', data: presentWebhook(await s.webhooks.get(orgId!, p.webhookId)) }),
+      handler: async ({ orgId, params: p }) => ({ message: 'Webhook', data: presentWebhook(await s.webhooks.get(orgId, p.webhookId)) }),
     }),
     defineRoute({
       method: 'patch', path: '/webhooks/:webhookId', operationId: 'updateWebhook', tag, auth: admin,
       summary: 'Changes the URL, the events or `enabled` (enabling again resets the failure count)', params: params('webhookId'),
       body: { ...object({ url, events, enabled: { type: 'boolean' } }), minProperties: 1 },
       response: { status: 200, description: 'Webhook', data: WebhookView },
-      handler: async ({ orgId, params: p, body }) => ({ message: 'Webhook updated', data: presentWebhook(await s.webhooks.update(orgId!, p.webhookId, body)) }),
+      handler: async ({ orgId, params: p, body }) => ({ message: 'Webhook updated', data: presentWebhook(await s.webhooks.update(orgId, p.webhookId, body)) }),
     }),
     defineRoute({
       method: 'delete', path: '/webhooks/:webhookId', operationId: 'deleteWebhook', tag, auth: admin,
       summary: 'Deletes a webhook and its delivery log', params: params('webhookId'),
       response: { status: 200, description: 'Deleted' },
       handler: async ({ orgId, params: p }) => {
-        await s.webhooks.remove(orgId!, p.webhookId);
+        await s.webhooks.remove(orgId, p.webhookId);
         return { message: 'Webhook deleted' };
       },
     }),
@@ -78,7 +78,7 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
       summary: 'A new signing secret (shown once); the previous one also signs for 24 hours (a second `v1=` in X-Webhook-Signature)', params: params('webhookId'),
       response: { status: 200, description: 'The new secret', data: { type: 'object', properties: { webhook: WebhookView, secret: { type: 'string' }, previousSecretExpiresAt: dateTime } } },
       handler: async ({ orgId, params: p }) => {
-        const { webhook, secret, previousSecretExpiresAt } = await s.webhooks.rotateSecret(orgId!, p.webhookId);
+        const { webhook, secret, previousSecretExpiresAt } = await s.webhooks.rotateSecret(orgId, p.webhookId);
         return { message: 'Secret rotated', data: { webhook: presentWebhook(webhook), secret, previousSecretExpiresAt: previousSecretExpiresAt.toISOString() } };
       },
     }),
@@ -86,7 +86,7 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
       method: 'post', path: '/webhooks/:webhookId/test', operationId: 'testWebhook', tag, auth: admin,
       summary: 'Queues a `webhook.test` delivery (also to a disabled webhook)', params: params('webhookId'),
       response: { status: 202, description: 'The queued delivery', data: DeliveryView },
-      handler: async ({ orgId, params: p }) => ({ message: 'Test delivery queued', data: presentWebhookDelivery(await s.webhooks.test(orgId!, p.webhookId)) }),
+      handler: async ({ orgId, params: p }) => ({ message: 'Test delivery queued', data: presentWebhookDelivery(await s.webhooks.test(orgId, p.webhookId)) }),
     }),
     defineRoute({
       method: 'get', path: '/webhooks/:webhookId/deliveries', operationId: 'listWebhookDeliveries', tag, auth: admin,
@@ -94,7 +94,7 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
       query: object({ ...paginationQuery, status: { type: 'string', enum: ['pending', 'succeeded', 'failed'] }, event: { type: 'string', maxLength: 60 } }),
       response: { status: 200, description: 'Deliveries', data: { type: 'array', items: DeliveryView }, paginated: true },
       handler: async ({ orgId, params: p, query }) => {
-        const { deliveries, total } = await s.webhooks.deliveries(orgId!, p.webhookId, query);
+        const { deliveries, total } = await s.webhooks.deliveries(orgId, p.webhookId, query);
         return { message: 'Deliveries', data: deliveries.map(presentWebhookDelivery), pagination: { limit: query.limit, offset: query.offset, total } };
       },
     }),
@@ -102,13 +102,13 @@ export function webhookRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/webhooks/:webhookId/deliveries/:deliveryId', operationId: 'getWebhookDelivery', tag, auth: admin,
       summary: 'One delivery', params: params('webhookId', 'deliveryId'),
       response: { status: 200, description: 'Delivery', data: DeliveryView },
-      handler: async ({ orgId, params: p }) => ({ message: 'Delivery', data: presentWebhookDelivery(await s.webhooks.delivery(orgId!, p.webhookId, p.deliveryId)) }),
+      handler: async ({ orgId, params: p }) => ({ message: 'Delivery', data: presentWebhookDelivery(await s.webhooks.delivery(orgId, p.webhookId, p.deliveryId)) }),
     }),
     defineRoute({
       method: 'post', path: '/webhooks/:webhookId/deliveries/:deliveryId/redeliver', operationId: 'redeliverWebhookDelivery', tag, auth: admin,
       summary: 'Sends the same event again (same X-Webhook-Id and body) as a new delivery', params: params('webhookId', 'deliveryId'),
       response: { status: 202, description: 'The new delivery', data: DeliveryView },
-      handler: async ({ orgId, params: p }) => ({ message: 'Redelivery queued', data: presentWebhookDelivery(await s.webhooks.redeliver(orgId!, p.webhookId, p.deliveryId)) }),
+      handler: async ({ orgId, params: p }) => ({ message: 'Redelivery queued', data: presentWebhookDelivery(await s.webhooks.redeliver(orgId, p.webhookId, p.deliveryId)) }),
     }),
   ];
 }

@@ -23,7 +23,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/widget/manage', operationId: 'getWidgetConfig', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
       summary: "The organization's widget configuration, with its publicKey (made with defaults on first use)",
       response: { status: 200, description: 'Widget', data: WidgetView },
-      handler: async ({ orgId }) => ({ message: 'Widget', data: presentWidget(await s.widget.forOrg(orgId!)) }),
+      handler: async ({ orgId }) => ({ message: 'Widget', data: presentWidget(await s.widget.forOrg(orgId)) }),
     }),
     defineRoute({
       method: 'put', path: '/widget/manage', operationId: 'updateWidgetConfig', tag, auth: { kind: 'org', role: 'admin', orgFrom: 'token' },
@@ -38,7 +38,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
         collectUserInfo: settingsObject,
       }),
       response: { status: 200, description: 'Widget', data: WidgetView },
-      handler: async ({ orgId, body }) => ({ message: 'Widget updated', data: presentWidget(await s.widget.update(orgId!, body)) }),
+      handler: async ({ orgId, body }) => ({ message: 'Widget updated', data: presentWidget(await s.widget.update(orgId, body)) }),
     }),
     defineRoute({
       method: 'get', path: '/widget/config', operationId: 'getPublicWidgetConfig', tag, auth: { kind: 'public' },
@@ -72,7 +72,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       method: 'post', path: '/widget/auth/validate', operationId: 'validateWidgetToken', tag, auth: { kind: 'widget' },
       summary: 'Check a widget_session token',
       response: { status: 200, description: 'Valid', data: object({ valid: { const: true }, sessionId: { type: 'string' }, organizationId: { type: 'string' } }) },
-      handler: async ({ visitor }) => ({ message: 'Valid', data: { valid: true, sessionId: visitor!.sessionId, organizationId: visitor!.orgId } }),
+      handler: async ({ visitor }) => ({ message: 'Valid', data: { valid: true, sessionId: visitor.sessionId, organizationId: visitor.orgId } }),
     }),
     defineRoute({
       method: 'post', path: '/widget/conversations', operationId: 'startWidgetConversation', tag, auth: { kind: 'widget' },
@@ -83,8 +83,8 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       handler: async ({ visitor, body }) => {
         const text = unalias<string>(body, 'content', 'message', { required: true })!;
         const { conversation, message, duplicate } = await s.messages.send(
-          { type: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId },
-          { content: text, clientMessageId: body.clientMessageId, start: { source: body.source, visitorName: visitor!.name, visitorEmail: visitor!.email } },
+          { type: 'visitor', orgId: visitor.orgId, sessionId: visitor.sessionId },
+          { content: text, clientMessageId: body.clientMessageId, start: { source: body.source, visitorName: visitor.name, visitorEmail: visitor.email } },
         );
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already started' : 'Conversation started', data: { conversation: presentVisitorConversation(conversation), message: presentMessage(message) } };
       },
@@ -93,7 +93,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       method: 'get', path: '/widget/conversations', operationId: 'listWidgetConversations', tag, auth: { kind: 'widget' },
       summary: "The visitor's own conversations, newest first",
       response: { status: 200, description: 'Conversations', data: { type: 'array', items: VisitorConversationView } },
-      handler: async ({ visitor }) => ({ message: 'Conversations', data: (await s.widget.visitorConversations(visitor!)).map(presentVisitorConversation) }),
+      handler: async ({ visitor }) => ({ message: 'Conversations', data: (await s.widget.visitorConversations(visitor)).map(presentVisitorConversation) }),
     }),
     defineRoute({
       method: 'get', path: '/widget/conversations/:conversationId/messages', operationId: 'listWidgetMessages', tag, auth: { kind: 'widget' },
@@ -101,7 +101,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       params: params('conversationId'),
       query: object({ afterSeq: { type: 'integer', minimum: 0, default: 0 }, limit: pageSize(100) }),
       response: { status: 200, description: 'Messages', data: { type: 'array', items: MessageView } },
-      handler: async ({ visitor, params, query }) => ({ message: 'Messages', data: (await s.widget.visitorMessages(visitor!, params.conversationId, query.afterSeq, query.limit)).map(presentMessage) }),
+      handler: async ({ visitor, params, query }) => ({ message: 'Messages', data: (await s.widget.visitorMessages(visitor, params.conversationId, query.afterSeq, query.limit)).map(presentMessage) }),
     }),
     defineRoute({
       method: 'post', path: '/widget/conversations/:conversationId/messages', operationId: 'sendWidgetMessage', tag, auth: { kind: 'widget' },
@@ -115,7 +115,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       errors: [409],
       handler: async ({ visitor, params, body }) => {
         assertVisitorMessage(body, 'body');
-        const { message, duplicate } = await s.messages.send({ type: 'visitor', orgId: visitor!.orgId, sessionId: visitor!.sessionId }, { ...body, conversationId: params.conversationId });
+        const { message, duplicate } = await s.messages.send({ type: 'visitor', orgId: visitor.orgId, sessionId: visitor.sessionId }, { ...body, conversationId: params.conversationId });
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Message sent', data: presentMessage(message) };
       },
     }),
@@ -136,7 +136,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       query: object({ format: { type: 'string', enum: ['svg', 'png'], default: 'svg' } }),
       response: { status: 200, description: 'The image itself (not wrapped in the success envelope)' },
       handler: async ({ orgId, query }) => {
-        const image = await s.widget.qr(orgId!, query.format);
+        const image = await s.widget.qr(orgId, query.format);
         return { message: 'QR code', raw: { contentType: image.contentType, body: image.body } };
       },
     }),
