@@ -3,6 +3,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
+  /** Path and query the delivery was posted to. */
+  url: string;
   headers: IncomingHttpHeaders;
   body: string;
   json: any;
@@ -40,7 +42,7 @@ export async function startReceiver(): Promise<WebhookReceiver> {
       }
       const answer = answers.shift() ?? { status: 200 };
       const respond = () => {
-        received.push({ headers: req.headers, body, json });
+        received.push({ url: req.url ?? '', headers: req.headers, body, json });
         if (!res.destroyed) res.writeHead(answer.status, answer.headers).end('ok');
       };
       if (answer.delayMs) setTimeout(respond, answer.delayMs);

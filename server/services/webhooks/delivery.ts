@@ -2,13 +2,17 @@
 // records the outcome. 2xx within the timeout succeeds; a timeout, a network error, 429 (Retry-After honoured) or
 // 5xx is retried at 1 m, 5 m, 30 m, 2 h, 6 h, 12 h, 24 h; any other answer is final. 410, or 50 failures in a
 // row, disables the hook and tells the organization's admins.
+// The deliveries the queue runs together share their statements: one read of their rows and hooks, one of their
+// messages, one write of their successes (a failure, rarer and with more to decide, is written on its own).
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Knex } from 'knex';
 import type { Models } from '../../../db/index.js';
 import type { Webhook } from '../../../db/models/Webhook.js';
 import type { WebhookDelivery } from '../../../db/models/WebhookDelivery.js';
+import type { Message } from '../../../db/models/Message.js';
 import { GiveUp, RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
+import { tickBatch } from '../../jobs/tickBatch.js';
 import type { Logger } from '../../logger.js';
 import type { WebhookResult } from '../../metrics.js';
 import { presentMessage } from '../../presenters/conversation.js';
@@ -27,6 +31,14 @@ interface Answer {
   status: number;
   headers: IncomingHttpHeaders;
   body: string;
+}
+
+interface Succeeded {
+  id: string;
+  attempts: number;
+  responseStatus: number;
+  responseBody: string;
+  durationMs: number;
 }
 
 export interface DeliveryDeps {
@@ -54,6 +66,10 @@ export class WebhookDeliverer {
   private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
   private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
 
+  private readonly load = tickBatch((ids: string[]) => this.loadDeliveries(ids));
+  private readonly loadMessage = tickBatch((keys: { id: string; organizationId: string }[]) => this.loadMessages(keys));
+  private readonly recordSuccess = tickBatch((rows: Succeeded[]) => this.recordSuccesses(rows));
+
   constructor(private readonly deps: DeliveryDeps) {
     deps.jobs.define<{ deliveryId: string }>({
       queue: WEBHOOK_QUEUE,
@@ -71,10 +87,9 @@ export class WebhookDeliverer {
 
   private async deliver(job: Job<{ deliveryId: string }>): Promise<void> {
     const { models } = this.deps;
-    const delivery = await models.WebhookDelivery.query().findById(job.payload.deliveryId);
+    const { delivery, hook } = await this.load(job.payload.deliveryId);
     // Gone with its hook, or already settled by an earlier run of this job (runs are at least once).
     if (!delivery || delivery.status !== 'pending') return;
-    const hook = await models.Webhook.forOrg(delivery.organizationId).findById(delivery.webhookId);
     if (!hook) return;
     if (!hook.enabled && delivery.eventType !== TEST_EVENT) {
       await this.settle(delivery, { status: 'failed', lastError: 'The webhook is disabled' });
@@ -115,9 +130,10 @@ export class WebhookDeliverer {
       throw new RetryLater(message);
     }
     const durationMs = Date.now() - started;
-    const recorded = { responseStatus: answer.status, responseBody: answer.body.slice(0, KEEP_RESPONSE_CHARS), durationMs };
+    // PostgreSQL text cannot hold NUL.
+    const recorded = { responseStatus: answer.status, responseBody: answer.body.slice(0, KEEP_RESPONSE_CHARS).replace(/\0/g, ""), durationMs };
     if (answer.status >= 200 && answer.status < 300) {
-      await this.settle(delivery, { status: 'succeeded', deliveredAt: new Date(), lastError: null, ...recorded });
+      await this.recordSuccess({ id: delivery.id, attempts: delivery.attempts + 1, ...recorded });
       // Most hooks have no failures to forget: no write for them.
       if (hook.consecutiveFailures > 0) await models.Webhook.query().patch({ consecutiveFailures: 0 }).where('id', hook.id);
       this.deps.onResult?.('succeeded');
@@ -134,11 +150,48 @@ export class WebhookDeliverer {
   private async bodyOf(delivery: WebhookDelivery): Promise<string | null> {
     let data = delivery.payload;
     if (delivery.messageId) {
-      const message = await this.deps.models.Message.forOrg(delivery.organizationId).findById(delivery.messageId);
+      const message = await this.loadMessage({ id: delivery.messageId, organizationId: delivery.organizationId });
       if (!message) return null;
       data = { ...data, conversationId: message.conversationId, message: presentMessage(message) };
     }
     return JSON.stringify({ id: delivery.eventId, type: delivery.eventType, organizationId: delivery.organizationId, createdAt: iso(delivery.createdAt), data });
+  }
+
+  /** Deliveries by id with their hooks (a hook only of the delivery's own organization). */
+  private async loadDeliveries(ids: string[]): Promise<{ delivery?: WebhookDelivery; hook?: Webhook }[]> {
+    const { models } = this.deps;
+    const deliveries = await models.WebhookDelivery.query().findByIds([...new Set(ids)]);
+    const hookIds = [...new Set(deliveries.map((d) => d.webhookId))];
+    const hooks = hookIds.length ? await models.Webhook.query().findByIds(hookIds) : [];
+    const byId = new Map(deliveries.map((d) => [d.id, d]));
+    const hookById = new Map(hooks.map((h) => [h.id, h]));
+    return ids.map((id) => {
+      const delivery = byId.get(id);
+      const hook = delivery ? hookById.get(delivery.webhookId) : undefined;
+      return { delivery, hook: hook && hook.organizationId === delivery!.organizationId ? hook : undefined };
+    });
+  }
+
+  private async loadMessages(keys: { id: string; organizationId: string }[]): Promise<(Message | undefined)[]> {
+    const messages = await this.deps.models.Message.query().findByIds([...new Set(keys.map((k) => k.id))]);
+    const byId = new Map(messages.map((m) => [m.id, m]));
+    return keys.map((k) => {
+      const message = byId.get(k.id);
+      return message && message.organizationId === k.organizationId ? message : undefined;
+    });
+  }
+
+  /** Successful deliveries of one turn, recorded by one statement. */
+  private async recordSuccesses(rows: Succeeded[]): Promise<void[]> {
+    await this.deps.knex.raw(
+      `update webhook_deliveries as d
+          set status = 'succeeded', delivered_at = now(), last_error = null, response_status = s.status,
+              response_body = s.body, duration_ms = s.ms, attempts = s.attempts, updated_at = now()
+         from jsonb_to_recordset(?::jsonb) as s(id uuid, status int, body text, ms int, attempts int)
+        where d.id = s.id`,
+      [JSON.stringify(rows.map((r) => ({ id: r.id, status: r.responseStatus, body: r.responseBody, ms: r.durationMs, attempts: r.attempts })))],
+    );
+    return rows.map(() => undefined);
   }
 
   private post(url: URL, address: string, family: 4 | 6, headers: Record<string, string>, body: string): Promise<Answer> {
