@@ -152,6 +152,22 @@ describe('webhooks', function () {
     expect(jobs.map((j: { status: string; attempts: number }) => `${j.status}:${j.attempts}`)).to.deep.equal(Array(6).fill('done:1'));
   });
 
+  it('sends at most 16 deliveries at once to one receiver, however many are due', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const slow = await startReceiver();
+    try {
+      for (let n = 0; n < 20; n++) await createHook(owner, `${slow.url}?n=${n}`, ['contact.created']);
+      slow.plan(...Array.from({ length: 40 }, () => ({ status: 200, delayMs: 300 })));
+      await owner.api.post('/contacts', { name: 'Crowd One', email: uniqueEmail('crowd') }, { token: owner.accessToken });
+      await owner.api.post('/contacts', { name: 'Crowd Two', email: uniqueEmail('crowd') }, { token: owner.accessToken });
+      await server.server.jobs.drain(QUEUE);
+      await slow.waitFor(40, () => true, 20_000);
+      expect(slow.mostAtOnce()).to.equal(16);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('sends nothing for a change that rolled back', async () => {
     const owner = await signUp(server.server, server.baseUrl);
     const hook = await createHook(owner, receiver.url, ['contact.created']);

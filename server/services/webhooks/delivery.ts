@@ -8,6 +8,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } 
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Knex } from 'knex';
 import type { Models } from '../../../db/index.js';
+import { rowFromJson } from '../../../db/statements.js';
 import type { Webhook } from '../../../db/models/Webhook.js';
 import type { WebhookDelivery } from '../../../db/models/WebhookDelivery.js';
 import type { Message } from '../../../db/models/Message.js';
@@ -22,9 +23,16 @@ import { TEST_EVENT } from './catalog.js';
 import { WEBHOOK_QUEUE, type WebhookService } from './service.js';
 import { signatureHeader } from './signing.js';
 import { pinnedLookup, resolveTarget, UnsafeTarget, type TargetPolicy } from './ssrf.js';
+import { targetOf, TargetLimit } from './targets.js';
 
 export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600, 43200, 86400];
 export const DISABLE_AFTER_FAILURES = 50;
+/**
+ * Deliveries one instance runs at once, and sends to one receiver at once. More runs than sends: a run spends most
+ * of its time on database round trips (claim, read, record), which then overlap the sending.
+ */
+export const CONCURRENCY = 64;
+export const PER_TARGET = 16;
 const KEEP_RESPONSE_CHARS = 1024;
 
 interface Answer {
@@ -63,19 +71,22 @@ function retryAfterSeconds(value: string | string[] | undefined): number | undef
 
 export class WebhookDeliverer {
   // Keep-alive per instance: a receiver taking many deliveries is not handshaken with each time.
-  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
-  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
+  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: PER_TARGET });
+  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: PER_TARGET });
 
   private readonly load = tickBatch((ids: string[]) => this.loadDeliveries(ids));
   private readonly loadMessage = tickBatch((keys: { id: string; organizationId: string }[]) => this.loadMessages(keys));
   private readonly recordSuccess = tickBatch((rows: Succeeded[]) => this.recordSuccesses(rows));
 
+  private readonly targets = new TargetLimit(PER_TARGET);
+
   constructor(private readonly deps: DeliveryDeps) {
     deps.jobs.define<{ deliveryId: string }>({
       queue: WEBHOOK_QUEUE,
       retryDelaysSeconds: RETRY_DELAYS_SECONDS,
-      leaseSeconds: Math.ceil(deps.timeoutMs / 1000) + 30,
-      concurrency: 16,
+      // A run may wait for its receiver's turn behind the others' sends, each within the timeout.
+      leaseSeconds: Math.ceil((deps.timeoutMs / 1000) * Math.ceil(CONCURRENCY / PER_TARGET)) + 30,
+      concurrency: CONCURRENCY,
       handle: (job) => this.deliver(job),
     });
   }
@@ -101,26 +112,29 @@ export class WebhookDeliverer {
       return;
     }
     const last = job.attempt > RETRY_DELAYS_SECONDS.length;
-    const started = Date.now();
+    let started = Date.now();
     let answer: Answer;
     try {
-      // Checked again at every send (the name may point elsewhere now), before anything is signed.
-      const target = await resolveTarget(hook.url, this.deps.policy);
-      let signature: string;
-      const timestamp = String(Math.floor(Date.now() / 1000));
-      try {
-        signature = signatureHeader(this.deps.webhooks.signingSecrets(hook), timestamp, body);
-      } catch {
-        throw new UnsafeTarget('The signing secret cannot be read (was the server secret changed?)');
-      }
-      const headers = {
-        'content-type': 'application/json',
-        'user-agent': 'SupportPlatform-Webhooks/1',
-        'x-webhook-id': delivery.eventId,
-        'x-webhook-timestamp': timestamp,
-        'x-webhook-signature': signature,
-      };
-      answer = await this.post(target.url, target.address, target.family, headers, body);
+      answer = await this.targets.run(targetOf(hook.url), async () => {
+        started = Date.now();
+        // Checked again at every send (the name may point elsewhere now), before anything is signed.
+        const target = await resolveTarget(hook.url, this.deps.policy);
+        let signature: string;
+        const timestamp = String(Math.floor(Date.now() / 1000));
+        try {
+          signature = signatureHeader(this.deps.webhooks.signingSecrets(hook), timestamp, body);
+        } catch {
+          throw new UnsafeTarget('The signing secret cannot be read (was the server secret changed?)');
+        }
+        const headers = {
+          'content-type': 'application/json',
+          'user-agent': 'SupportPlatform-Webhooks/1',
+          'x-webhook-id': delivery.eventId,
+          'x-webhook-timestamp': timestamp,
+          'x-webhook-signature': signature,
+        };
+        return this.post(target.url, target.address, target.family, headers, body);
+      });
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       // A target that turned private (or an unreadable secret) is no network hiccup: retrying will not fix it.
@@ -131,7 +145,7 @@ export class WebhookDeliverer {
     }
     const durationMs = Date.now() - started;
     // PostgreSQL text cannot hold NUL.
-    const recorded = { responseStatus: answer.status, responseBody: answer.body.slice(0, KEEP_RESPONSE_CHARS).replace(/\0/g, ""), durationMs };
+    const recorded = { responseStatus: answer.status, responseBody: answer.body.slice(0, KEEP_RESPONSE_CHARS).replace(/\0/g, ''), durationMs };
     if (answer.status >= 200 && answer.status < 300) {
       await this.recordSuccess({ id: delivery.id, attempts: delivery.attempts + 1, ...recorded });
       // Most hooks have no failures to forget: no write for them.
@@ -159,16 +173,22 @@ export class WebhookDeliverer {
 
   /** Deliveries by id with their hooks (a hook only of the delivery's own organization). */
   private async loadDeliveries(ids: string[]): Promise<{ delivery?: WebhookDelivery; hook?: Webhook }[]> {
-    const { models } = this.deps;
-    const deliveries = await models.WebhookDelivery.query().findByIds([...new Set(ids)]);
-    const hookIds = [...new Set(deliveries.map((d) => d.webhookId))];
-    const hooks = hookIds.length ? await models.Webhook.query().findByIds(hookIds) : [];
-    const byId = new Map(deliveries.map((d) => [d.id, d]));
-    const hookById = new Map(hooks.map((h) => [h.id, h]));
+    const { models, knex } = this.deps;
+    const result = await knex.raw(
+      `select to_jsonb(d) as delivery, to_jsonb(w) as hook
+         from webhook_deliveries d left join webhooks w on w.id = d.webhook_id and w.organization_id = d.organization_id
+        where d.id in (select (jsonb_array_elements_text(?::jsonb))::uuid)`,
+      [JSON.stringify([...new Set(ids)])],
+    );
+    const rows = (result.rows ?? result) as { delivery: Record<string, unknown>; hook: Record<string, unknown> | null }[];
+    const byId = new Map(rows.map((r) => [r.delivery.id as string, r]));
     return ids.map((id) => {
-      const delivery = byId.get(id);
-      const hook = delivery ? hookById.get(delivery.webhookId) : undefined;
-      return { delivery, hook: hook && hook.organizationId === delivery!.organizationId ? hook : undefined };
+      const row = byId.get(id);
+      if (!row) return {};
+      return {
+        delivery: models.WebhookDelivery.fromDatabaseJson(rowFromJson(row.delivery)),
+        hook: row.hook ? models.Webhook.fromDatabaseJson(rowFromJson(row.hook)) : undefined,
+      };
     });
   }
 
