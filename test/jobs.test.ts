@@ -207,6 +207,8 @@ describe('jobs: the durable queue', function () {
     expect((await jobRow(first!.id)).status).to.equal('done');
     const taken = await jobRow(second!.id);
     expect([taken.status, taken.attempts, taken.finishedAt]).to.deep.equal(['running', 2, null]);
+    // A running row would keep other tests waiting for the queue to settle.
+    await db.knex('jobs').where({ queue }).delete();
   });
 
   it('still runs a job enqueued before a stop, after the next start', async () => {
