@@ -4,9 +4,9 @@
 // the workers are paused), so it measures delivery rather than how fast the API creates contacts; a second figure
 // times events created and delivered together.
 import { createHmac } from 'node:crypto';
-import { Agent, createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent, request } from 'node:http';
 import { requestJson } from '../lib/http-load.js';
+import { startReceiver } from '../lib/receiver.js';
 import { row } from '../lib/report.js';
 import type { SeedResult } from '../lib/seed.js';
 import { startApp, type Scenario } from '../lib/servers.js';
@@ -15,33 +15,6 @@ import { round } from '../lib/stats.js';
 const SUBSCRIPTIONS = 10;
 /** The app's queue runs 16 deliveries at once per instance; the bare loop gets the same. */
 const CONCURRENCY = 16;
-
-interface Receiver {
-  url: string;
-  count(): number;
-  bytes(): number;
-  close(): Promise<void>;
-}
-
-async function startReceiver(): Promise<Receiver> {
-  let count = 0;
-  let bytes = 0;
-  const server: Server = createServer((req, res) => {
-    req.on('data', (c: Buffer) => (bytes += c.length));
-    req.on('end', () => {
-      count++;
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    count: () => count,
-    bytes: () => bytes,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
 
 async function until(check: () => boolean, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs;
