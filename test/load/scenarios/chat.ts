@@ -106,8 +106,10 @@ export const chat: Scenario = {
         received = receiver.count();
       }
     } finally {
-      // On a shared PostgreSQL the run removes its rows, even after a failure.
-      if (!app.dataDir) await app.child.call('cleanup').catch(() => undefined);
+      // On a shared PostgreSQL the run removes its rows, even after a failure; with webhooks the deliveries still
+      // waiting are stopped first, so deleting them does not race their workers (and the next scenario's seed).
+      if (receiver) await app.child.call('pauseJobs').catch(() => undefined);
+      if (!app.dataDir) await app.child.call('cleanup', undefined, 600_000).catch((err) => ctx.log(`  cleanup failed: ${(err as Error).message}`));
       await app.stop();
       await receiver?.close();
     }
