@@ -138,6 +138,79 @@ describe('jobs: the durable queue', function () {
     expect(ran.size).to.equal(60);
   });
 
+  it('enqueues many jobs in one statement that exist only when the transaction commits', async () => {
+    const { jobs, db } = sharedServer().server;
+    const queue = queueName();
+    const seen: number[] = [];
+    jobs.define<{ n: number }>({ queue, retryDelaysSeconds: [], handle: async (job) => void seen.push(job.payload.n) });
+    await db.knex
+      .transaction(async (trx) => {
+        await jobs.enqueueMany(queue, [{ n: -1 }, { n: -2 }], { trx });
+        throw new Error('roll back');
+      })
+      .catch(() => undefined);
+    const ids = await db.knex.transaction((trx) => jobs.enqueueMany(queue, [{ n: 1 }, { n: 2 }, { n: 3 }], { trx }));
+    expect(await jobs.enqueueMany(queue, [])).to.deep.equal([]);
+    const rows = await db.knex('jobs').whereIn('id', ids.map((i) => i.id));
+    expect(ids.map((i) => rows.find((r: { id: string }) => r.id === i.id)!.payload.n)).to.deep.equal([1, 2, 3]);
+    await waitFor(async () => (await db.knex('jobs').where({ queue, status: 'done' })).length === 3, { what: 'the three jobs to run' });
+    expect(seen.sort()).to.deep.equal([1, 2, 3]);
+    expect(await db.knex('jobs').where({ queue })).to.have.length(3);
+  });
+
+  it('claims in bulk on two running instances, never one job twice nor past the concurrency', async () => {
+    const { db, logger } = sharedServer().server;
+    const queue = queueName();
+    const ran = new Map<number, number>();
+    const make = () => {
+      const q = new JobQueue(db.knex, logger, { pollMs: 50 });
+      let running = 0;
+      let most = 0;
+      q.define<{ n: number }>({ queue, retryDelaysSeconds: [], concurrency: 6, handle: async (job) => {
+        most = Math.max(most, ++running);
+        await new Promise((r) => setTimeout(r, 3));
+        ran.set(job.payload.n, (ran.get(job.payload.n) ?? 0) + 1);
+        running--;
+      } });
+      return { q, most: () => most };
+    };
+    const one = make();
+    const two = make();
+    await db.knex.transaction((trx) => one.q.enqueueMany(queue, Array.from({ length: 150 }, (_, n) => ({ n })), { trx }));
+    one.q.start();
+    two.q.start();
+    try {
+      await waitFor(async () => (await db.knex('jobs').where({ queue, status: 'done' })).length === 150, { what: 'every job to run', timeoutMs: 30_000 });
+    } finally {
+      await Promise.all([one.q.stop(), two.q.stop()]);
+    }
+    expect(ran.size).to.equal(150);
+    expect([...ran.values()].every((count) => count === 1)).to.equal(true);
+    // Both took part, several at a time, and neither ran more than its concurrency at once.
+    expect(one.most()).to.be.within(2, 6);
+    expect(two.most()).to.be.within(1, 6);
+    const attempts = await db.knex('jobs').where({ queue }).distinct('attempts');
+    expect(attempts.map((a: { attempts: number }) => a.attempts)).to.deep.equal([1]);
+  });
+
+  it('does not record a run as done once another instance took its job over', async () => {
+    const { db, logger } = sharedServer().server;
+    const queue = queueName();
+    // Not started: only this test's drain claims.
+    const q = new JobQueue(db.knex, logger);
+    q.define<{ n: number }>({ queue, retryDelaysSeconds: [], handle: async (job) => {
+      // Job 1's lease ran out while it ran and another instance claimed it again (attempt 2).
+      await db.knex('jobs').where({ id: job.id }).update(job.payload.n === 1 ? { attempts: 2, locked_until: new Date(Date.now() + 60_000) } : { updated_at: new Date() });
+    } });
+    const [first, second] = await q.enqueueMany(queue, [{ n: 0 }, { n: 1 }]);
+    expect(await q.drain(queue)).to.equal(2);
+    expect((await jobRow(first!.id)).status).to.equal('done');
+    const taken = await jobRow(second!.id);
+    expect([taken.status, taken.attempts, taken.finishedAt]).to.deep.equal(['running', 2, null]);
+    // A running row would keep other tests waiting for the queue to settle.
+    await db.knex('jobs').where({ queue }).delete();
+  });
+
   it('still runs a job enqueued before a stop, after the next start', async () => {
     // Own data directory (or the shared PostgreSQL), so the second server opens what the first one left.
     const dataDir = mkdtempSync(path.join(tmpdir(), 'support-jobs-'));

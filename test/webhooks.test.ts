@@ -129,6 +129,45 @@ describe('webhooks', function () {
     expect((await owner.api.get(`/webhooks/${hook.id}`, { token: owner.accessToken })).body.data.consecutiveFailures).to.equal(0);
   });
 
+  it('records each delivery\'s own answer when many to the same receiver are sent together', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hooks: { id: string; n: number }[] = [];
+    for (let n = 0; n < 6; n++) hooks.push({ ...(await createHook(owner, `${receiver.url}?n=${n}`, ['contact.created'])), n });
+    const planned = [200, 201, 202, 204, 206, 299];
+    receiver.plan(...planned.map((status) => ({ status })));
+    await owner.api.post('/contacts', { name: 'Fan Out', email: uniqueEmail('fan') }, { token: owner.accessToken });
+    await server.server.jobs.drain(QUEUE);
+    const received = await receiver.waitFor(6);
+    // The receiver answered in arrival order: which status went to which hook is known only from its log.
+    const answeredFor = new Map(received.map((r, k) => [Number(new URL(r.url, 'http://x').searchParams.get('n')), planned[k]]));
+    expect(answeredFor.size).to.equal(6);
+    expect(new Set(received.map((r) => r.headers['x-webhook-id'])).size).to.equal(1);
+    for (const hook of hooks) {
+      const [delivery] = await until(async () => (await owner.api.get(`/webhooks/${hook.id}/deliveries`, { token: owner.accessToken })).body.data, (d) => d[0]?.status === 'succeeded', 20_000);
+      expect(delivery).to.include({ status: 'succeeded', attempts: 1, responseStatus: answeredFor.get(hook.n) });
+      expect(delivery.responseBody).to.equal(answeredFor.get(hook.n) === 204 ? '' : 'ok');
+      expect(delivery.durationMs).to.be.a('number');
+    }
+    const jobs = await server.server.db.knex('jobs').where({ queue: QUEUE, organization_id: owner.orgId });
+    expect(jobs.map((j: { status: string; attempts: number }) => `${j.status}:${j.attempts}`)).to.deep.equal(Array(6).fill('done:1'));
+  });
+
+  it('sends at most 16 deliveries at once to one receiver, however many are due', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const slow = await startReceiver();
+    try {
+      for (let n = 0; n < 20; n++) await createHook(owner, `${slow.url}?n=${n}`, ['contact.created']);
+      slow.plan(...Array.from({ length: 40 }, () => ({ status: 200, delayMs: 300 })));
+      await owner.api.post('/contacts', { name: 'Crowd One', email: uniqueEmail('crowd') }, { token: owner.accessToken });
+      await owner.api.post('/contacts', { name: 'Crowd Two', email: uniqueEmail('crowd') }, { token: owner.accessToken });
+      await server.server.jobs.drain(QUEUE);
+      await slow.waitFor(40, () => true, 20_000);
+      expect(slow.mostAtOnce()).to.equal(16);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('sends nothing for a change that rolled back', async () => {
     const owner = await signUp(server.server, server.baseUrl);
     const hook = await createHook(owner, receiver.url, ['contact.created']);

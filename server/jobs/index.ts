@@ -3,8 +3,11 @@
 // leaves no job and a committed one never loses it. Any instance may run it: a claim takes due rows with
 // FOR UPDATE SKIP LOCKED and holds them under a lease; a job whose instance died is claimed again once the lease
 // runs out. Delivery is therefore at least once: handlers must be safe to run twice.
+// Under load one claim statement takes work for every free slot of a queue (one claim in flight per queue at a
+// time), and the jobs that finish in the same event-loop turn are recorded done by one statement.
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.js';
+import { tickBatch } from './tickBatch.js';
 
 export interface Job<P> {
   id: string;
@@ -73,11 +76,12 @@ export class JobQueue {
   private readonly queues = new Map<string, Required<QueueDefinition<unknown>>>();
   private readonly inFlight = new Map<string, Set<Promise<void>>>();
   private poller: NodeJS.Timeout | null = null;
-  /** Queues with a claim in flight, and those woken meanwhile (claimed again once it returns). */
-  private readonly claiming = new Set<string>();
-  private readonly wakeAgain = new Set<string>();
   private pruner: NodeJS.Timeout | null = null;
   private stopped = true;
+  /** Queues with a claim in flight, and those asked to poll meanwhile (they claim again once it returns). */
+  private readonly claiming = new Set<string>();
+  private readonly pollAgain = new Set<string>();
+  private readonly markDone = tickBatch((rows: ClaimedRow[]) => this.finishDone(rows));
 
   constructor(
     private readonly knex: Knex,
@@ -103,10 +107,20 @@ export class JobQueue {
       const existing = await db('jobs').select('id').where({ queue, dedupe_key: options.dedupeKey }).whereIn('status', ['pending', 'running']).first();
       id = (existing as { id: string }).id;
     }
-    // Picked up at once after the commit rather than at the next poll.
-    const committed = options.trx ? options.trx.executionPromise : Promise.resolve();
-    committed.then(() => this.poll(queue), () => undefined);
+    this.wakeAfterCommit(queue, options.trx);
     return { id };
+  }
+
+  /** Many jobs of one queue in one statement (no dedupe keys): ids in the order of `payloads`. */
+  async enqueueMany<P>(queue: string, payloads: P[], options: Omit<EnqueueOptions, 'dedupeKey'> = {}): Promise<{ id: string }[]> {
+    if (!this.queues.has(queue)) throw new Error(`queue ${queue} is not defined`);
+    if (payloads.length === 0) return [];
+    const db = options.trx ?? this.knex;
+    const runAt = options.runAt ?? new Date();
+    const rows = payloads.map((payload) => ({ queue, payload: JSON.stringify(payload ?? {}), organization_id: options.organizationId ?? null, run_at: runAt }));
+    const inserted = (await db('jobs').insert(rows).returning('id')) as { id: string }[];
+    this.wakeAfterCommit(queue, options.trx);
+    return inserted;
   }
 
   /**
@@ -125,6 +139,12 @@ export class JobQueue {
     const ids = ((result.rows ?? result) as { rowId: string }[]).map((r) => r.rowId);
     if (ids.length) this.poll(queue);
     return ids;
+  }
+
+  /** Picked up at once after the commit rather than at the next poll. */
+  private wakeAfterCommit(queue: string, trx: Knex.Transaction | undefined): void {
+    const committed = trx ? trx.executionPromise : Promise.resolve();
+    committed.then(() => this.poll(queue), () => undefined);
   }
 
   start(): void {
@@ -171,49 +191,55 @@ export class JobQueue {
   /** Claims what each queue has room for and runs it; never throws (a failed pass is retried at the next poll). */
   private poll(only?: string): void {
     if (this.stopped) return;
-    for (const [name, definition] of this.queues) {
-      if (only && name !== only) continue;
-      const running = this.inFlight.get(name)!;
-      const room = definition.concurrency - running.size;
-      if (room <= 0) continue;
-      // One claim per queue at a time: a burst of enqueues (a webhook each) wakes the queue once, not once per row.
-      if (this.claiming.has(name)) {
-        this.wakeAgain.add(name);
-        continue;
-      }
-      this.claiming.add(name);
-      this.claim(name, room)
-        .then((rows) => {
-          for (const row of rows) {
-            const run = this.run(name, row).finally(() => {
-              running.delete(run);
-              // A queue with more waiting keeps going without waiting for the next poll.
-              if (!this.stopped) this.poll(name);
-            });
-            running.add(run);
-          }
-        })
-        .catch((err) => this.logger.warn({ err, queue: name }, 'claiming jobs failed'))
-        .finally(() => {
-          // After the claimed jobs count as running, so the next claim sees the room that is really left.
-          this.claiming.delete(name);
-          if (this.wakeAgain.delete(name) && !this.stopped) this.poll(name);
-        });
+    for (const name of this.queues.keys()) if (!only || name === only) this.pollQueue(name);
+  }
+
+  private pollQueue(name: string): void {
+    if (this.stopped) return;
+    // One claim at a time per queue: a poll asked for meanwhile runs when it returns, for all the room there is then.
+    if (this.claiming.has(name)) {
+      this.pollAgain.add(name);
+      return;
     }
+    const definition = this.queues.get(name)!;
+    const running = this.inFlight.get(name)!;
+    const room = definition.concurrency - running.size;
+    if (room <= 0) return;
+    this.claiming.add(name);
+    this.claim(name, room)
+      .then((rows) => {
+        for (const row of rows) {
+          const run = this.run(name, row).finally(() => {
+            running.delete(run);
+            // A queue with more waiting keeps going without waiting for the next poll.
+            this.pollQueue(name);
+          });
+          running.add(run);
+        }
+      })
+      .catch((err) => this.logger.warn({ err, queue: name }, 'claiming jobs failed'))
+      .finally(() => {
+        this.claiming.delete(name);
+        if (this.pollAgain.delete(name)) this.pollQueue(name);
+      });
   }
 
   private async claim(queue: string, limit: number): Promise<ClaimedRow[]> {
     const { leaseSeconds } = this.queues.get(queue)!;
+    // Each kind of claimable row is read through its own partial index in due order, so a long backlog costs a
+    // claim a few index entries rather than a scan and sort of everything pending.
     const result = await this.knex.raw(
-      `update jobs set status = 'running', attempts = attempts + 1, locked_until = now() + make_interval(secs => ?), updated_at = now()
-        where id in (
-          select id from jobs
-           where queue = ? and ((status = 'pending' and run_at <= now()) or (status = 'running' and locked_until < now()))
-           order by run_at
-           limit ?
-           for update skip locked)
+      `with due as (
+         select id, run_at from jobs where queue = ? and status = 'pending' and run_at <= now()
+          order by run_at limit ? for update skip locked
+       ), expired as (
+         select id, run_at from jobs where queue = ? and status = 'running' and locked_until < now()
+          order by locked_until limit ? for update skip locked
+       )
+       update jobs set status = 'running', attempts = attempts + 1, locked_until = now() + make_interval(secs => ?), updated_at = now()
+        where id in (select id from (select * from due union all select * from expired) claimable order by run_at limit ?)
         returning id, organization_id as "organizationId", queue, payload, attempts`,
-      [leaseSeconds, queue, limit],
+      [queue, limit, queue, limit, leaseSeconds, limit],
     );
     return (result.rows ?? result) as ClaimedRow[];
   }
@@ -223,7 +249,7 @@ export class JobQueue {
     const payload = typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload;
     try {
       await definition.handle({ id: row.id, queue, organizationId: row.organizationId, payload, attempt: row.attempts });
-      await this.finish(row, { status: 'done', last_error: null });
+      await this.markDone(row);
     } catch (err) {
       const message = err instanceof Error ? err.message.slice(0, 1000) : 'job failed';
       const retriesLeft = row.attempts <= definition.retryDelaysSeconds.length;
@@ -247,6 +273,19 @@ export class JobQueue {
       .where({ id: row.id, attempts: row.attempts })
       .update({ ...outcome, locked_until: null, finished_at: this.knex.fn.now(), updated_at: this.knex.fn.now() })
       .catch((err: unknown) => this.logger.error({ err, jobId: row.id }, 'could not record a finished job (it runs again after its lease)'));
+  }
+
+  /** `finish` for the jobs of one turn that succeeded, in one statement. */
+  private async finishDone(rows: ClaimedRow[]): Promise<void[]> {
+    const claims = JSON.stringify(rows.map((r) => ({ id: r.id, attempts: r.attempts })));
+    await this.knex
+      .raw(
+        `update jobs set status = 'done', last_error = null, locked_until = null, finished_at = now(), updated_at = now()
+          where (id, attempts) in (select c.id, c.attempts from jsonb_to_recordset(?::jsonb) as c(id uuid, attempts int))`,
+        [claims],
+      )
+      .catch((err: unknown) => this.logger.error({ err, jobIds: rows.map((r) => r.id) }, 'could not record finished jobs (they run again after their leases)'));
+    return rows.map(() => undefined);
   }
 
   private async prune(): Promise<number> {

@@ -3,6 +3,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
+  /** Path and query the delivery was posted to. */
+  url: string;
   headers: IncomingHttpHeaders;
   body: string;
   json: any;
@@ -17,6 +19,8 @@ export interface Answer {
 export interface WebhookReceiver {
   url: string;
   received: Received[];
+  /** The most requests this receiver held at once (arrived, not yet answered). */
+  mostAtOnce(): number;
   /** Answers for the next requests, in order; afterwards 200. */
   plan(...answers: Answer[]): void;
   /** Resolves once `count` requests matching `filter` arrived. */
@@ -27,8 +31,11 @@ export interface WebhookReceiver {
 export async function startReceiver(): Promise<WebhookReceiver> {
   const received: Received[] = [];
   let answers: Answer[] = [];
+  let open = 0;
+  let most = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
+    most = Math.max(most, ++open);
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
@@ -40,7 +47,8 @@ export async function startReceiver(): Promise<WebhookReceiver> {
       }
       const answer = answers.shift() ?? { status: 200 };
       const respond = () => {
-        received.push({ headers: req.headers, body, json });
+        open--;
+        received.push({ url: req.url ?? '', headers: req.headers, body, json });
         if (!res.destroyed) res.writeHead(answer.status, answer.headers).end('ok');
       };
       if (answer.delayMs) setTimeout(respond, answer.delayMs);
@@ -52,6 +60,7 @@ export async function startReceiver(): Promise<WebhookReceiver> {
   return {
     url: `http://127.0.0.1:${port}/hook`,
     received,
+    mostAtOnce: () => most,
     plan: (...a) => {
       answers = a;
     },

@@ -26,6 +26,9 @@ serveChild(
     analyticsScan: (req: { orgId: string; times: number }) => timeConversationScan(server, req),
     analyticsExplain: (req: { orgId: string; from: string; to: string }) => explainSummary(server, req),
     countMessages: ({ orgIds }: { orgIds: string[] }) => countMessages(server, orgIds),
+    // The webhooks scenario lets events pile up in the durable queue, then times how fast it empties.
+    pauseJobs: () => server.jobs.stop(),
+    resumeJobs: () => server.jobs.start(),
     // On a shared PostgreSQL the run removes its rows; an embedded data directory is deleted instead.
     cleanup: async () => {
       for (const runId of runIds) await cleanup(server, runId);

@@ -2,13 +2,18 @@
 // records the outcome. 2xx within the timeout succeeds; a timeout, a network error, 429 (Retry-After honoured) or
 // 5xx is retried at 1 m, 5 m, 30 m, 2 h, 6 h, 12 h, 24 h; any other answer is final. 410, or 50 failures in a
 // row, disables the hook and tells the organization's admins.
+// The deliveries the queue runs together share their statements: one read of their rows and hooks, one of their
+// messages, one write of their successes (a failure, rarer and with more to decide, is written on its own).
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Knex } from 'knex';
 import type { Models } from '../../../db/index.js';
+import { rowFromJson } from '../../../db/statements.js';
 import type { Webhook } from '../../../db/models/Webhook.js';
 import type { WebhookDelivery } from '../../../db/models/WebhookDelivery.js';
+import type { Message } from '../../../db/models/Message.js';
 import { GiveUp, RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
+import { tickBatch } from '../../jobs/tickBatch.js';
 import type { Logger } from '../../logger.js';
 import type { WebhookResult } from '../../metrics.js';
 import { presentMessage } from '../../presenters/conversation.js';
@@ -18,15 +23,30 @@ import { TEST_EVENT } from './catalog.js';
 import { WEBHOOK_QUEUE, type WebhookService } from './service.js';
 import { signatureHeader } from './signing.js';
 import { pinnedLookup, resolveTarget, UnsafeTarget, type TargetPolicy } from './ssrf.js';
+import { targetOf, TargetLimit } from './targets.js';
 
 export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600, 43200, 86400];
 export const DISABLE_AFTER_FAILURES = 50;
+/**
+ * Deliveries one instance runs at once, and sends to one receiver at once. More runs than sends: a run spends most
+ * of its time on database round trips (claim, read, record), which then overlap the sending.
+ */
+export const CONCURRENCY = 64;
+export const PER_TARGET = 16;
 const KEEP_RESPONSE_CHARS = 1024;
 
 interface Answer {
   status: number;
   headers: IncomingHttpHeaders;
   body: string;
+}
+
+interface Succeeded {
+  id: string;
+  attempts: number;
+  responseStatus: number;
+  responseBody: string;
+  durationMs: number;
 }
 
 export interface DeliveryDeps {
@@ -51,15 +71,22 @@ function retryAfterSeconds(value: string | string[] | undefined): number | undef
 
 export class WebhookDeliverer {
   // Keep-alive per instance: a receiver taking many deliveries is not handshaken with each time.
-  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
-  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
+  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: PER_TARGET });
+  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: PER_TARGET });
+
+  private readonly load = tickBatch((ids: string[]) => this.loadDeliveries(ids));
+  private readonly loadMessage = tickBatch((keys: { id: string; organizationId: string }[]) => this.loadMessages(keys));
+  private readonly recordSuccess = tickBatch((rows: Succeeded[]) => this.recordSuccesses(rows));
+
+  private readonly targets = new TargetLimit(PER_TARGET);
 
   constructor(private readonly deps: DeliveryDeps) {
     deps.jobs.define<{ deliveryId: string }>({
       queue: WEBHOOK_QUEUE,
       retryDelaysSeconds: RETRY_DELAYS_SECONDS,
-      leaseSeconds: Math.ceil(deps.timeoutMs / 1000) + 30,
-      concurrency: 16,
+      // A run may wait for its receiver's turn behind the others' sends, each within the timeout.
+      leaseSeconds: Math.ceil((deps.timeoutMs / 1000) * Math.ceil(CONCURRENCY / PER_TARGET)) + 30,
+      concurrency: CONCURRENCY,
       handle: (job) => this.deliver(job),
     });
   }
@@ -71,10 +98,9 @@ export class WebhookDeliverer {
 
   private async deliver(job: Job<{ deliveryId: string }>): Promise<void> {
     const { models } = this.deps;
-    const delivery = await models.WebhookDelivery.query().findById(job.payload.deliveryId);
+    const { delivery, hook } = await this.load(job.payload.deliveryId);
     // Gone with its hook, or already settled by an earlier run of this job (runs are at least once).
     if (!delivery || delivery.status !== 'pending') return;
-    const hook = await models.Webhook.forOrg(delivery.organizationId).findById(delivery.webhookId);
     if (!hook) return;
     if (!hook.enabled && delivery.eventType !== TEST_EVENT) {
       await this.settle(delivery, { status: 'failed', lastError: 'The webhook is disabled' });
@@ -86,26 +112,29 @@ export class WebhookDeliverer {
       return;
     }
     const last = job.attempt > RETRY_DELAYS_SECONDS.length;
-    const started = Date.now();
+    let started = Date.now();
     let answer: Answer;
     try {
-      // Checked again at every send (the name may point elsewhere now), before anything is signed.
-      const target = await resolveTarget(hook.url, this.deps.policy);
-      let signature: string;
-      const timestamp = String(Math.floor(Date.now() / 1000));
-      try {
-        signature = signatureHeader(this.deps.webhooks.signingSecrets(hook), timestamp, body);
-      } catch {
-        throw new UnsafeTarget('The signing secret cannot be read (was the server secret changed?)');
-      }
-      const headers = {
-        'content-type': 'application/json',
-        'user-agent': 'SupportPlatform-Webhooks/1',
-        'x-webhook-id': delivery.eventId,
-        'x-webhook-timestamp': timestamp,
-        'x-webhook-signature': signature,
-      };
-      answer = await this.post(target.url, target.address, target.family, headers, body);
+      answer = await this.targets.run(targetOf(hook.url), async () => {
+        started = Date.now();
+        // Checked again at every send (the name may point elsewhere now), before anything is signed.
+        const target = await resolveTarget(hook.url, this.deps.policy);
+        let signature: string;
+        const timestamp = String(Math.floor(Date.now() / 1000));
+        try {
+          signature = signatureHeader(this.deps.webhooks.signingSecrets(hook), timestamp, body);
+        } catch {
+          throw new UnsafeTarget('The signing secret cannot be read (was the server secret changed?)');
+        }
+        const headers = {
+          'content-type': 'application/json',
+          'user-agent': 'SupportPlatform-Webhooks/1',
+          'x-webhook-id': delivery.eventId,
+          'x-webhook-timestamp': timestamp,
+          'x-webhook-signature': signature,
+        };
+        return this.post(target.url, target.address, target.family, headers, body);
+      });
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       // A target that turned private (or an unreadable secret) is no network hiccup: retrying will not fix it.
@@ -115,9 +144,10 @@ export class WebhookDeliverer {
       throw new RetryLater(message);
     }
     const durationMs = Date.now() - started;
-    const recorded = { responseStatus: answer.status, responseBody: answer.body.slice(0, KEEP_RESPONSE_CHARS), durationMs };
+    // PostgreSQL text cannot hold NUL.
+    const recorded = { responseStatus: answer.status, responseBody: answer.body.slice(0, KEEP_RESPONSE_CHARS).replace(/\0/g, ''), durationMs };
     if (answer.status >= 200 && answer.status < 300) {
-      await this.settle(delivery, { status: 'succeeded', deliveredAt: new Date(), lastError: null, ...recorded });
+      await this.recordSuccess({ id: delivery.id, attempts: delivery.attempts + 1, ...recorded });
       // Most hooks have no failures to forget: no write for them.
       if (hook.consecutiveFailures > 0) await models.Webhook.query().patch({ consecutiveFailures: 0 }).where('id', hook.id);
       this.deps.onResult?.('succeeded');
@@ -134,11 +164,54 @@ export class WebhookDeliverer {
   private async bodyOf(delivery: WebhookDelivery): Promise<string | null> {
     let data = delivery.payload;
     if (delivery.messageId) {
-      const message = await this.deps.models.Message.forOrg(delivery.organizationId).findById(delivery.messageId);
+      const message = await this.loadMessage({ id: delivery.messageId, organizationId: delivery.organizationId });
       if (!message) return null;
       data = { ...data, conversationId: message.conversationId, message: presentMessage(message) };
     }
     return JSON.stringify({ id: delivery.eventId, type: delivery.eventType, organizationId: delivery.organizationId, createdAt: iso(delivery.createdAt), data });
+  }
+
+  /** Deliveries by id with their hooks (a hook only of the delivery's own organization). */
+  private async loadDeliveries(ids: string[]): Promise<{ delivery?: WebhookDelivery; hook?: Webhook }[]> {
+    const { models, knex } = this.deps;
+    const result = await knex.raw(
+      `select to_jsonb(d) as delivery, to_jsonb(w) as hook
+         from webhook_deliveries d left join webhooks w on w.id = d.webhook_id and w.organization_id = d.organization_id
+        where d.id in (select (jsonb_array_elements_text(?::jsonb))::uuid)`,
+      [JSON.stringify([...new Set(ids)])],
+    );
+    const rows = (result.rows ?? result) as { delivery: Record<string, unknown>; hook: Record<string, unknown> | null }[];
+    const byId = new Map(rows.map((r) => [r.delivery.id as string, r]));
+    return ids.map((id) => {
+      const row = byId.get(id);
+      if (!row) return {};
+      return {
+        delivery: models.WebhookDelivery.fromDatabaseJson(rowFromJson(row.delivery)),
+        hook: row.hook ? models.Webhook.fromDatabaseJson(rowFromJson(row.hook)) : undefined,
+      };
+    });
+  }
+
+  private async loadMessages(keys: { id: string; organizationId: string }[]): Promise<(Message | undefined)[]> {
+    const messages = await this.deps.models.Message.query().findByIds([...new Set(keys.map((k) => k.id))]);
+    const byId = new Map(messages.map((m) => [m.id, m]));
+    return keys.map((k) => {
+      const message = byId.get(k.id);
+      return message && message.organizationId === k.organizationId ? message : undefined;
+    });
+  }
+
+  /** Successful deliveries of one turn, recorded by one statement. */
+  private async recordSuccesses(rows: Succeeded[]): Promise<void[]> {
+    await this.deps.knex.raw(
+      `update webhook_deliveries as d
+          set status = 'succeeded', delivered_at = now(), last_error = null, response_status = s.status,
+              response_body = s.body, duration_ms = s.ms, attempts = s.attempts, updated_at = now()
+         from jsonb_to_recordset(?::jsonb) as s(id uuid, status int, body text, ms int, attempts int)
+        where d.id = s.id`,
+      [JSON.stringify(rows.map((r) => ({ id: r.id, status: r.responseStatus, body: r.responseBody, ms: r.durationMs, attempts: r.attempts })))],
+    );
+    return rows.map(() => undefined);
   }
 
   private post(url: URL, address: string, family: 4 | 6, headers: Record<string, string>, body: string): Promise<Answer> {

@@ -33,6 +33,7 @@ interface Subscription {
 
 export class WebhookService {
   private readonly cache = new Map<string, { at: number; hooks: Promise<Subscription[]> }>();
+  private readonly opened = new Map<string, string>();
 
   constructor(
     private readonly deps: { models: Models; knex: Knex; jobs: JobQueue; box: SecretBox; policy: TargetPolicy },
@@ -74,7 +75,7 @@ export class WebhookService {
     const rows = (await trx('webhook_deliveries')
       .insert(hooks.map((h) => ({ organization_id: orgId, webhook_id: h.id, event_id: eventId, event_type: type, payload: JSON.stringify(data), message_id: opts.messageId ?? null })))
       .returning('id')) as { id: string }[];
-    for (const row of rows) await this.deps.jobs.enqueue(WEBHOOK_QUEUE, { deliveryId: row.id }, { trx, organizationId: orgId });
+    await this.deps.jobs.enqueueMany(WEBHOOK_QUEUE, rows.map((row) => ({ deliveryId: row.id })), { trx, organizationId: orgId });
   }
 
   /** For the batched message path: which of these organizations want `type` (message.created, conversation.updated). */
@@ -160,11 +161,22 @@ export class WebhookService {
 
   /** The secrets that sign now: the current one, then the previous one during a rotation's overlap. */
   signingSecrets(hook: Webhook, now = Date.now()): string[] {
-    const secrets = [this.deps.box.open(hook.secretEncrypted)];
+    const secrets = [this.open(hook.secretEncrypted)];
     if (hook.previousSecretEncrypted && hook.previousSecretExpiresAt && new Date(hook.previousSecretExpiresAt).getTime() > now) {
-      secrets.push(this.deps.box.open(hook.previousSecretEncrypted));
+      secrets.push(this.open(hook.previousSecretEncrypted));
     }
     return secrets;
+  }
+
+  /** Decrypts a sealed secret once per instance: a sealed value never changes meaning (rotation seals a new one). */
+  private open(sealed: string): string {
+    let plain = this.opened.get(sealed);
+    if (plain === undefined) {
+      plain = this.deps.box.open(sealed);
+      if (this.opened.size >= 10_000) this.opened.clear();
+      this.opened.set(sealed, plain);
+    }
+    return plain;
   }
 
   /** Queues a `webhook.test` delivery to this hook (even a disabled one: that is how an admin checks a fix). */

@@ -97,6 +97,8 @@ export async function runChat(target: ChatTarget, orgs: SeedOrg[], s: ChatSettin
 
   // Step state read by every receiver.
   let stepId = 0;
+  // clientMessageIds are unique per conversation: a second run over the same conversations must not repeat them.
+  const runTag = `${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
   let t0 = 0;
   let interval = 1;
   let delivered = 0;
@@ -187,7 +189,7 @@ export async function runChat(target: ChatTarget, orgs: SeedOrg[], s: ChatSettin
         return;
       }
       const scheduled = t0 + n * interval;
-      const payload = `{"conversationId":"${sender.conversationId}","content":"bench:${stepId}:${n}","clientMessageId":"bench-${stepId}-${n}"}`;
+      const payload = `{"conversationId":"${sender.conversationId}","content":"bench:${stepId}:${n}","clientMessageId":"bench-${runTag}-${stepId}-${n}"}`;
       sender.client.emitWithAck('send_message', payload, (body) => {
         ackLatency.record(performance.now() - scheduled);
         if (body.includes('"success":true')) acked++;

@@ -34,6 +34,8 @@ export interface Options {
   /** Conversations of the analytics scenario's organization (5 messages each). */
   analyticsConversations: number;
   p99TargetMs: number;
+  /** message.created subscriptions per organization in the chat scenario's second app run (0: no second run). */
+  chatWebhooks: number;
   limits: GeneratorLimits;
   pin: boolean;
   /** Write a V8 CPU profile of every server process into <reportDir>/profiles. */
@@ -61,6 +63,7 @@ export const USAGE = `npm run bench -- [flags]
   --knowledge-docs=N   documents the knowledge scenario indexes, about 2 KB each (default 10000)
   --crm-tickets=N      tickets of the crm scenario's organization (default 50000)
   --analytics-conversations=N   conversations of the analytics scenario's organization (default 1000000)
+  --chat-webhooks=N    chat: also find the knee with N message.created webhooks per organization, same run (default 1; 0: skip)
   --p99-target=MS      chat knee: highest rate with p99 under this and nothing lost (default 100)
   --max-loop-delay=MS  generator loop delay p99 above which a measure is INVALID (default ${DEFAULT_LIMITS.maxLoopDelayP99Ms})
   --max-cpu=F          generator CPU share above which a measure is INVALID (default ${DEFAULT_LIMITS.maxCpu})
@@ -109,6 +112,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     crmTickets: quick ? 1_000 : 50_000,
     analyticsConversations: quick ? 2_000 : 1_000_000,
     p99TargetMs: 100,
+    chatWebhooks: 1,
     limits: { ...DEFAULT_LIMITS },
     pin: true,
     profile: false,
@@ -141,6 +145,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       case 'crm-tickets': o.crmTickets = int(name, value, 1); break;
       case 'analytics-conversations': o.analyticsConversations = int(name, value, 1); break;
       case 'p99-target': o.p99TargetMs = num(name, value); break;
+      case 'chat-webhooks': o.chatWebhooks = int(name, value, 0); break;
       case 'max-loop-delay': o.limits.maxLoopDelayP99Ms = num(name, value); break;
       case 'max-cpu': o.limits.maxCpu = num(name, value); break;
       case 'no-pin': o.pin = false; break;

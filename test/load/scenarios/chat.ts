@@ -1,7 +1,12 @@
 // chat: one app instance; visitors send on a fixed schedule, every agent of the organization must receive each
 // message; rates step up to the knee. Baseline: the bare Socket.IO room relay (no database, no auth), same clients.
+// With --chat-webhooks=N (default 1) the same app instance then subscribes N webhooks per organization to
+// message.created (a local receiver) and the knee is found again: the message path's cost of the outbox and of the
+// deliveries running beside it, measured in the same run.
 import { finalSteps, runChat, type ChatRun, type ChatSettings, type StepResult } from '../lib/chat.js';
 import { invalidOf, row, type Row } from '../lib/report.js';
+import { requestJson } from '../lib/http-load.js';
+import { startReceiver, type Receiver } from '../lib/receiver.js';
 import type { SeedResult } from '../lib/seed.js';
 import { startApp, startRelay, type RunContext, type Scenario, type ScenarioOutput } from '../lib/servers.js';
 
@@ -77,19 +82,36 @@ export const chat: Scenario = {
     const app = await startApp(ctx, 'app', { postgres: true, redis: false });
     let seeded: SeedResult;
     let appRun: ChatRun;
+    let hooked: ChatRun | null = null;
+    let receiver: Receiver | null = null;
+    let received = 0;
     try {
       seeded = await app.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: o.orgs, agents: o.agents, visitors: o.visitors, conversations: true });
       ctx.log(`  seeded ${o.orgs} orgs, ${o.agents} agents, ${o.visitors} visitors with a conversation each in ${seeded.seconds.toFixed(1)} s`);
       const orgIds = seeded.orgs.map((x) => x.id);
-      appRun = await runChat(
-        { label: 'app', visitorUrl: app.url, agentUrl: app.url, servers: [app.child], countStored: () => app.child.call<number>('countMessages', { orgIds }), authenticates: true },
-        seeded.orgs,
-        chatSettings(ctx),
-      );
+      const target = { label: 'app', visitorUrl: app.url, agentUrl: app.url, servers: [app.child], countStored: () => app.child.call<number>('countMessages', { orgIds }), authenticates: true };
+      appRun = await runChat(target, seeded.orgs, chatSettings(ctx));
+      if (o.chatWebhooks > 0) {
+        receiver = await startReceiver();
+        for (const org of seeded.orgs) {
+          // The first agent of each seeded organization is its owner.
+          const headers = { authorization: `Bearer ${org.agents[0]!.token}` };
+          for (let i = 0; i < o.chatWebhooks; i++) {
+            const res = await requestJson(`${app.url}/api/v1/webhooks`, { method: 'POST', headers, body: { url: `${receiver.url}?n=${i}`, events: ['message.created'] } });
+            if (res.status !== 201) throw new Error(`creating a webhook answered ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+          }
+        }
+        ctx.log(`  again with ${o.chatWebhooks} message.created webhook(s) per organization (receiver in the generator process)`);
+        hooked = await runChat({ ...target, label: 'app + webhooks' }, seeded.orgs, chatSettings(ctx));
+        received = receiver.count();
+      }
     } finally {
-      // On a shared PostgreSQL the run removes its rows, even after a failure.
-      if (!app.dataDir) await app.child.call('cleanup').catch(() => undefined);
+      // On a shared PostgreSQL the run removes its rows, even after a failure; with webhooks the deliveries still
+      // waiting are stopped first, so deleting them does not race their workers (and the next scenario's seed).
+      if (receiver) await app.child.call('pauseJobs').catch(() => undefined);
+      if (!app.dataDir) await app.child.call('cleanup', undefined, 600_000).catch((err) => ctx.log(`  cleanup failed: ${(err as Error).message}`));
       await app.stop();
+      await receiver?.close();
     }
     const relay = await startRelay(ctx, 'relay baseline', false);
     let baseRun: ChatRun;
@@ -100,6 +122,22 @@ export const chat: Scenario = {
     }
     // A knee that ended on a generator-bound step is only a lower bound: not a reference for the cluster.
     ctx.singleInstanceKnees = { app: appRun.generatorBound ? null : appRun.knee, baseline: baseRun.generatorBound ? null : baseRun.knee };
-    return { rows: chatRows(appRun, baseRun, ctx), details: { database: app.dataDir ? 'embedded (PGlite)' : 'PostgreSQL', app: appRun, baseline: baseRun, serverLog: app.child.log } };
+    const rows = chatRows(appRun, baseRun, ctx);
+    if (hooked) rows.push(webhookKneeRow(hooked, appRun, ctx, received));
+    return { rows, details: { database: app.dataDir ? 'embedded (PGlite)' : 'PostgreSQL', app: appRun, appWithWebhooks: hooked, webhookDeliveriesReceived: received, baseline: baseRun, serverLog: app.child.log } };
   },
 };
+
+/** The knee with webhooks subscribed against the knee without, same instance, same run (target: unchanged, 1.0x). */
+function webhookKneeRow(hooked: ChatRun, plain: ChatRun, ctx: RunContext, received: number): Row {
+  const rates = ctx.options.rates;
+  const withText = kneeText(hooked, rates);
+  const withoutText = kneeText(plain, rates);
+  const at = finalSteps(hooked.steps).find((s) => s.rate === hooked.knee);
+  const r = row(`knee with ${ctx.options.chatWebhooks} message.created webhook(s) per org`, 'msg/s', withText, withoutText, {
+    note: `baseline: the app's knee without webhooks (same instance, measured just before); ${received} deliveries received during the run${at ? `; p99 ${at.latency.p99} ms, server CPU ${cpuText(at)} at ${at.rate}/s` : ''}; app+webhooks: ${hooked.ended}`,
+    invalid: invalidOf(hooked.generatorBound ? 'the search ended on a generator-bound step' : null, null),
+  });
+  if (typeof withText === 'number' && typeof withoutText === 'number') r.ratio = Math.round((withText / withoutText) * 1000) / 1000;
+  return r;
+}
