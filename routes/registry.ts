@@ -16,7 +16,9 @@ import { originOf } from './middleware/visitorCors.js';
 import { describeScope, requiredScope, type Scope } from '../server/services/apiKeys/index.js';
 
 
-export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+import type { Method } from './method.js';
+
+export type { Method };
 export type JsonSchema = Record<string, unknown>;
 
 /** Who may call a route. `org` routes check the role of the accepted membership, reloaded on every request. */

@@ -1,5 +1,5 @@
 // API key scopes: `<area>:read` or `<area>:write` (write implies read), and the scope each REST route needs.
-import type { Method } from '../../../routes/registry.js';
+import type { Method } from '../../../routes/method.js';
 
 export const SCOPE_AREAS = [
   'conversations', 'contacts', 'tickets', 'templates', 'knowledge', 'analytics', 'webhooks', 'notifications',
