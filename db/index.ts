@@ -10,6 +10,7 @@ import { migrateLatest, type MigrateOptions } from './migrate.js';
 import { SourceNamedMigrations } from './migrationSource.js';
 import type { Logger } from '../server/logger.js';
 import { statement, type StatementFactory } from './statements.js';
+import type { TenantModel } from './BaseModel.js';
 import { AgentRun } from './models/AgentRun.js';
 import { AuthSession } from './models/AuthSession.js';
 import { Contact } from './models/Contact.js';
@@ -59,7 +60,19 @@ const { knexSnakeCaseMappers } = objection;
 export const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
 const MODELS = { User, Organization, Membership, AuthSession, OtpChallenge, PasswordReset, OutboxEmail, Contact, Widget, VisitorSession, QrScan, Conversation, Message, Notification, Template, AgentRun, Ticket, TicketEvent, TicketMail, IdempotencyKey, ContactIdentity, ContactNote, ContactAttributeDefinition, ContactConflict, ContactMerge, StorageObject, KnowledgeSource, UnansweredQuestion, ApiKey, Webhook, WebhookDelivery };
-export type Models = typeof MODELS;
+/**
+ * A tenant model as services see it: no bare `query()` (nor `relatedQuery()`), only `forOrg(organizationId)` and the
+ * explicit `acrossOrgs()`. Rows loaded through either keep their instance methods (`$query()`), which are bound to
+ * a row whose organization is already known.
+ */
+export type TenantEntry<M extends typeof TenantModel> = Omit<M, 'query' | 'relatedQuery' | 'forOrg' | 'acrossOrgs' | 'fromDatabaseJson'> & {
+  forOrg(organizationId: string, trx?: objection.TransactionOrKnex): objection.QueryBuilderType<InstanceType<M>>;
+  acrossOrgs(trx?: objection.TransactionOrKnex): objection.QueryBuilderType<InstanceType<M>>;
+  /** A row read by raw SQL, as a model instance. */
+  fromDatabaseJson(json: object): InstanceType<M>;
+};
+type AllModels = typeof MODELS;
+export type Models = { [K in keyof AllModels]: AllModels[K] extends typeof TenantModel ? TenantEntry<AllModels[K]> : AllModels[K] };
 
 export interface DatabaseOptions {
   databaseUrl: string | null;

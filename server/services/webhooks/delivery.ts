@@ -149,7 +149,7 @@ export class WebhookDeliverer {
     if (answer.status >= 200 && answer.status < 300) {
       await this.recordSuccess({ id: delivery.id, attempts: delivery.attempts + 1, ...recorded });
       // Most hooks have no failures to forget: no write for them.
-      if (hook.consecutiveFailures > 0) await models.Webhook.query().patch({ consecutiveFailures: 0 }).where('id', hook.id);
+      if (hook.consecutiveFailures > 0) await models.Webhook.forOrg(hook.organizationId).patch({ consecutiveFailures: 0 }).where('id', hook.id);
       this.deps.onResult?.('succeeded');
       return;
     }
@@ -193,7 +193,8 @@ export class WebhookDeliverer {
   }
 
   private async loadMessages(keys: { id: string; organizationId: string }[]): Promise<(Message | undefined)[]> {
-    const messages = await this.deps.models.Message.query().findByIds([...new Set(keys.map((k) => k.id))]);
+    // One read for deliveries of several organizations; each message is matched back to its own organization below.
+    const messages = await this.deps.models.Message.acrossOrgs().findByIds([...new Set(keys.map((k) => k.id))]);
     const byId = new Map(messages.map((m) => [m.id, m]));
     return keys.map((k) => {
       const message = byId.get(k.id);
@@ -249,14 +250,14 @@ export class WebhookDeliverer {
   }
 
   private async settle(delivery: WebhookDelivery, patch: Partial<WebhookDelivery>): Promise<void> {
-    await this.deps.models.WebhookDelivery.query().patch({ ...patch, attempts: delivery.attempts + 1 }).where('id', delivery.id);
+    await this.deps.models.WebhookDelivery.forOrg(delivery.organizationId).patch({ ...patch, attempts: delivery.attempts + 1 }).where('id', delivery.id);
     if (patch.status === 'failed') this.deps.onResult?.('failed');
   }
 
   /** Records a failed attempt, counts it against the hook, and disables the hook on 410 or too many failures. */
   private async failed(hook: Webhook, delivery: WebhookDelivery, f: { lastError: string; responseStatus?: number; responseBody?: string; durationMs: number; final: boolean; gone?: boolean }): Promise<void> {
     const { final, gone, ...recorded } = f;
-    await this.deps.models.WebhookDelivery.query().patch({ ...recorded, status: final ? 'failed' : 'pending', attempts: delivery.attempts + 1 }).where('id', delivery.id);
+    await this.deps.models.WebhookDelivery.forOrg(delivery.organizationId).patch({ ...recorded, status: final ? 'failed' : 'pending', attempts: delivery.attempts + 1 }).where('id', delivery.id);
     this.deps.onResult?.(final ? 'failed' : 'retry');
     const [counted] = (await this.deps.knex('webhooks').where('id', hook.id).increment('consecutive_failures', 1).returning(['consecutive_failures'])) as { consecutiveFailures: number }[];
     const reason = gone ? 'The receiver answered 410 Gone' : (counted?.consecutiveFailures ?? 0) >= DISABLE_AFTER_FAILURES ? `${DISABLE_AFTER_FAILURES} deliveries failed in a row` : null;
@@ -265,7 +266,7 @@ export class WebhookDeliverer {
 
   private async disable(hook: Webhook, reason: string): Promise<void> {
     // Only the run that turns it off tells the admins, however many deliveries fail at once.
-    const turnedOff = await this.deps.models.Webhook.query().patch({ enabled: false, disabledReason: reason }).where('id', hook.id).where('enabled', true);
+    const turnedOff = await this.deps.models.Webhook.forOrg(hook.organizationId).patch({ enabled: false, disabledReason: reason }).where('id', hook.id).where('enabled', true);
     if (!turnedOff) return;
     this.deps.webhooks.forget(hook.organizationId);
     this.deps.logger.warn({ webhookId: hook.id, organizationId: hook.organizationId, reason }, 'webhook disabled');

@@ -118,7 +118,7 @@ export class WebhookService {
       await trx('organizations').where('id', orgId).forUpdate().first('id');
       const count = await this.models.Webhook.forOrg(orgId, trx).resultSize();
       if (count >= MAX_WEBHOOKS_PER_ORG) throw new Conflict(`An organization has at most ${MAX_WEBHOOKS_PER_ORG} webhooks`);
-      return this.models.Webhook.query(trx).insertAndFetch({
+      return this.models.Webhook.forOrg(orgId, trx).insertAndFetch({
         organizationId: orgId, url: input.url, events: [...new Set(input.events)], enabled: input.enabled ?? true, secretEncrypted: this.deps.box.seal(secret), createdBy: userId,
       });
     });
@@ -137,14 +137,14 @@ export class WebhookService {
       // Turning a hook back on starts its failure count afresh.
       if (input.enabled) Object.assign(patch, { consecutiveFailures: 0, disabledReason: null });
     }
-    const updated = await this.models.Webhook.query().patchAndFetchById(id, patch);
+    const updated = await this.models.Webhook.forOrg(orgId).patchAndFetchById(id, patch);
     this.forget(orgId);
     return updated;
   }
 
   async remove(orgId: string, id: string): Promise<void> {
     await this.get(orgId, id);
-    await this.models.Webhook.query().deleteById(id);
+    await this.models.Webhook.forOrg(orgId).deleteById(id);
     this.forget(orgId);
   }
 
@@ -153,7 +153,7 @@ export class WebhookService {
     const hook = await this.get(orgId, id);
     const secret = generateWebhookSecret();
     const previousSecretExpiresAt = new Date(Date.now() + ROTATION_OVERLAP_MS);
-    const webhook = await this.models.Webhook.query().patchAndFetchById(id, {
+    const webhook = await this.models.Webhook.forOrg(orgId).patchAndFetchById(id, {
       secretEncrypted: this.deps.box.seal(secret), previousSecretEncrypted: hook.secretEncrypted, previousSecretExpiresAt,
     });
     return { webhook, secret, previousSecretExpiresAt };
@@ -210,7 +210,7 @@ export class WebhookService {
 
   private enqueueDelivery(orgId: string, webhookId: string, e: { eventId: string; eventType: string; payload: Record<string, unknown>; messageId: string | null }): Promise<WebhookDelivery> {
     return this.deps.knex.transaction(async (trx) => {
-      const delivery = await this.models.WebhookDelivery.query(trx).insertAndFetch({ organizationId: orgId, webhookId, ...e, status: 'pending', attempts: 0 });
+      const delivery = await this.models.WebhookDelivery.forOrg(orgId, trx).insertAndFetch({ organizationId: orgId, webhookId, ...e, status: 'pending', attempts: 0 });
       await this.deps.jobs.enqueue(WEBHOOK_QUEUE, { deliveryId: delivery.id }, { trx, organizationId: orgId });
       return delivery;
     });
