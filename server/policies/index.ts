@@ -5,6 +5,8 @@ import { conversationRules, type ConversationAction, type ConversationRules } fr
 export { authorize, type Rule } from './access.js';
 export { assertVisitorMessage } from './message.js';
 export { assertActiveMember, assertRole, atLeast } from './roles.js';
+export { assertNoteEditable } from './contact.js';
+export { assertFileDeletable } from './file.js';
 export type { ConversationAction, ConversationRules } from './conversation.js';
 
 export interface Policies {

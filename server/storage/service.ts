@@ -11,7 +11,7 @@ import type { Models } from '../../db/index.js';
 import type { Role } from '../../db/models/Membership.js';
 import type { StorageObject, StoragePurpose } from '../../db/models/StorageObject.js';
 import { Conflict, Forbidden, NotFound, PayloadTooLarge, PlanLimitReached, UnsupportedMediaType, ValidationFailed } from '../errors.js';
-import { atLeast } from '../policies/roles.js';
+import { assertFileDeletable } from '../policies/file.js';
 import type { OrganizationService } from '../services/organizations.js';
 import type { StorageDriver, StoredRef } from './driver.js';
 import { LocalDriver } from './local.js';
@@ -182,7 +182,7 @@ export class StorageService {
   /** Deletes a file: its creator or an admin; a file still shown in a message or used by a knowledge source is 409. */
   async delete(uploader: Extract<Uploader, { kind: 'operator' }>, objectId: string): Promise<void> {
     const object = await this.get(uploader.orgId, objectId);
-    if (!this.isCreator(uploader, object) && !atLeast(uploader.role, 'admin')) throw new Forbidden('Only the uploader or an admin may delete this file');
+    assertFileDeletable(object, uploader);
     if (await this.isReferenced(object.id)) throw new Conflict('The file is still used by a message or a knowledge source');
     await this.remove(object);
   }

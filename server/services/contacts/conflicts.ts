@@ -7,7 +7,7 @@ import type { Conversation } from '../../../db/models/Conversation.js';
 import { Conflict, NotFound, ValidationFailed } from '../../errors.js';
 import { LIMITS, normalizeFields, STANDARD_FIELDS, type ContactFields } from './fields.js';
 import type { ContactMerger } from './merge.js';
-import { uniqueConflict, type ContactService, type ContactServiceDeps, type IdentityInput } from './service.js';
+import { uniqueConflict, type ContactCore, type ContactServiceDeps, type IdentityInput } from './types.js';
 
 export type ConflictSource = 'ai' | 'channel';
 
@@ -34,7 +34,7 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 export class ContactConflicts {
   constructor(
     private readonly deps: ContactServiceDeps,
-    private readonly contacts: ContactService,
+    private readonly contacts: ContactCore,
   ) {}
 
   private get models() {

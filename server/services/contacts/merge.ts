@@ -5,7 +5,7 @@ import type { Contact } from '../../../db/models/Contact.js';
 import { presentContact } from '../../presenters/contact.js';
 import { NotFound, ValidationFailed } from '../../errors.js';
 import { afterCommit, LIMITS, STANDARD_FIELDS, type StandardField } from './fields.js';
-import type { ContactService, ContactServiceDeps } from './service.js';
+import type { ContactCore, ContactServiceDeps } from './types.js';
 
 /** Which contact's value wins where both have one (default: the survivor's). `attributes` decides per key. */
 export type MergePreference = Partial<Record<StandardField | 'attributes', 'target' | 'source'>>;
@@ -16,7 +16,7 @@ export class ContactMerger {
 
   constructor(
     private readonly deps: ContactServiceDeps,
-    private readonly contacts: ContactService,
+    private readonly contacts: ContactCore,
   ) {}
 
   private get models() {

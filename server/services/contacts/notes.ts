@@ -2,10 +2,10 @@
 import type { Knex } from 'knex';
 import type { Models } from '../../../db/index.js';
 import type { Role } from '../../../db/models/Membership.js';
-import { atLeast } from '../../policies/roles.js';
-import type { ContactNote, ContactNoteSource } from '../../../db/models/ContactNote.js';
-import { Forbidden, NotFound } from '../../errors.js';
-import type { ContactService } from './service.js';
+import { assertNoteEditable } from '../../policies/contact.js';
+import type { ContactNote } from '../../../db/models/ContactNote.js';
+import { NotFound } from '../../errors.js';
+import type { ContactCore, NoteInput } from './types.js';
 
 export interface NoteAuthor {
   userId: string;
@@ -15,7 +15,7 @@ export interface NoteAuthor {
 export class ContactNotes {
   constructor(
     private readonly deps: { models: Models },
-    private readonly contacts: ContactService,
+    private readonly contacts: ContactCore,
   ) {}
 
   private get models() {
@@ -29,7 +29,7 @@ export class ContactNotes {
     return { notes, total };
   }
 
-  async create(orgId: string, contactId: string, input: { content: string; authorId: string | null; source?: ContactNoteSource; conversationId?: string | null }, trx?: Knex.Transaction): Promise<ContactNote> {
+  async create(orgId: string, contactId: string, input: NoteInput, trx?: Knex.Transaction): Promise<ContactNote> {
     await this.contacts.get(orgId, contactId, trx);
     return this.models.ContactNote.forOrg(orgId, trx).insertAndFetch({
       organizationId: orgId,
@@ -57,10 +57,10 @@ export class ContactNotes {
     return note;
   }
 
-  /** The note policy, in one place: its author, or an admin (notes of the AI service or a channel: admins only). */
+  /** A note that exists and that `by` may change (server/policies/contact.ts). */
   private async editable(orgId: string, contactId: string, noteId: string, by: NoteAuthor): Promise<ContactNote> {
     const note = await this.get(orgId, contactId, noteId);
-    if (note.authorId !== by.userId && !atLeast(by.role, 'admin')) throw new Forbidden('Only the author or an admin may change this note');
+    assertNoteEditable(note, by);
     return note;
   }
 }

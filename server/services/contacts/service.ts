@@ -13,14 +13,12 @@ import { ContactConflicts } from './conflicts.js';
 import { afterCommit, normalizeEmail, normalizeFields, normalizePhone, normalizeTag, normalizeTags, LIMITS, type ContactFields } from './fields.js';
 import { ContactMerger, type MergePreference } from './merge.js';
 import { ContactNotes } from './notes.js';
+import { uniqueConflict, type ContactCore, type ContactServiceDeps, type IdentityInput } from './types.js';
+
+export { uniqueConflict, type ContactServiceDeps, type IdentityInput };
 import { applyFilters, applyTag, applyText, orderBy, type ContactFilter, type ContactSort } from './search.js';
 import type { Outbox } from '../webhooks/index.js';
 import { presentContact } from '../../presenters/contact.js';
-
-export interface IdentityInput {
-  channel: string;
-  externalId: string;
-}
 
 export interface ContactInput extends ContactFields {
   tags?: string[];
@@ -40,25 +38,7 @@ export interface Page {
   sort: ContactSort;
 }
 
-export interface ContactServiceDeps {
-  models: Models;
-  knex: Knex;
-  events: DomainEventBus;
-  notifications: NotificationService;
-}
-
-/** Unique violations name their index; each of ours means one thing to the caller. */
-export function uniqueConflict(err: unknown): never {
-  if (err instanceof dbErrors.UniqueViolationError) {
-    const name = err.constraint ?? '';
-    if (name.includes('email')) throw new Conflict('Another contact already has this email');
-    if (name.includes('phone')) throw new Conflict('Another contact already has this phone number');
-    if (name.includes('identities')) throw new Conflict('This channel identity already belongs to another contact');
-  }
-  throw err;
-}
-
-export class ContactService {
+export class ContactService implements ContactCore {
   readonly attributes: ContactAttributes;
   readonly notes: ContactNotes;
   readonly conflicts: ContactConflicts;
