@@ -64,12 +64,15 @@ describe('database connections terminated under a running instance', function ()
 
       const arrived = nextEvent(agent, 'new_message', (p) => p.message.content === 'socket after kill');
       expect(await terminatePool(server)).to.be.greaterThan(0);
-      const ack = await request(agent, 'send_message', { conversationId, content: 'socket after kill', clientMessageId: 'kill-1' });
-      if (!ack.success) {
-        expect(ack.error?.code).to.equal('service_unavailable');
-        const retry = await request(agent, 'send_message', { conversationId, content: 'socket after kill', clientMessageId: 'kill-1' });
-        expect(retry.success, JSON.stringify(retry)).to.equal(true);
+      // A send that meets a connection killed under it is answered 503 and retried by the client with the same
+      // clientMessageId; each pooled connection the kill left behind can fail one attempt (the pool learns of a
+      // killed idle connection only when it is next used or its notice arrives), never more than the pool holds.
+      let ack = await request(agent, 'send_message', { conversationId, content: 'socket after kill', clientMessageId: 'kill-1' });
+      for (let attempt = 0; !ack.success && attempt < 10; attempt++) {
+        expect(ack.error?.code, JSON.stringify(ack)).to.equal('service_unavailable');
+        ack = await request(agent, 'send_message', { conversationId, content: 'socket after kill', clientMessageId: 'kill-1' });
       }
+      expect(ack.success, JSON.stringify(ack)).to.equal(true);
       await arrived;
       expect((await fetch(`${baseUrl}/api/v1/health/ready`)).status).to.equal(200);
       expect(rejections.reasons, 'unhandled rejections').to.be.empty;
