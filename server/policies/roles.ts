@@ -22,3 +22,8 @@ export function assertRole<M extends MembershipLike>(membership: M | null | unde
   assertActiveMember(membership, refusal);
   if (!atLeast(membership.role, min)) throw new Forbidden(`This needs the ${min} role`);
 }
+
+/** Something a member made (a note, a file): its maker, or anyone with at least `min`; 403 otherwise. */
+export function assertMakerOr(madeBy: string | null, by: { userId: string; role: Role }, min: Role, refusal: string): void {
+  if (madeBy !== by.userId && !atLeast(by.role, min)) throw new Forbidden(refusal);
+}
