@@ -2,6 +2,7 @@
 //   npm run test:mutation -- --mutate server/auth/tokens.ts --testFiles test/auth-tokens.test.ts,test/auth.test.ts
 // --mutate and --testFiles take comma-separated lists and may repeat (a module may be narrowed to lines:
 // server/auth/tokens.ts:37-88); --concurrency and --timeoutMS pass through; --reportDir (default reports/mutation).
+import { resolve } from 'node:path';
 import { Stryker } from '@stryker-mutator/core';
 
 type Options = NonNullable<ConstructorParameters<typeof Stryker>[0]>;
@@ -47,12 +48,15 @@ try {
 }
 
 // Quoted for the shell the command runner uses; --bail: the first failing test kills the mutant, the rest need not run.
+// mocha by its path from here: the sandbox gets no node_modules of its own when this one is a symlink (a worktree's),
+// and finds the packages through its parent directories instead.
+const mocha = `'${resolve('node_modules/.bin/mocha').replaceAll("'", "'\\''")}'`;
 const quoted = args.testFiles.map((f) => `'${f.replaceAll("'", "'\\''")}'`).join(' ');
 const stryker = new Stryker({
   ...config,
   mutate: args.mutate,
   // A test server that is merely slow to start on a loaded machine must not count as a killed mutant.
-  commandRunner: { command: `TEST_SERVER_START_TIMEOUT_MS=\${TEST_SERVER_START_TIMEOUT_MS:-180000} node_modules/.bin/mocha --bail ${quoted}` },
+  commandRunner: { command: `TEST_SERVER_START_TIMEOUT_MS=\${TEST_SERVER_START_TIMEOUT_MS:-180000} ${mocha} --bail ${quoted}` },
   ...(args.concurrency ? { concurrency: args.concurrency } : {}),
   ...(args.timeoutMS ? { timeoutMS: args.timeoutMS } : {}),
   // Two runs at once need their own reports and sandboxes.
