@@ -1,0 +1,194 @@
+// Auth at its edges: tokens signed with the right secret but wrong in one claim, session and code lifetimes, and the
+// refusals a caller meets when one part of a credential is off. Each test holds one rule the other auth tests leave open.
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import jwt from 'jsonwebtoken';
+import { sharedServer } from './helpers/hooks.js';
+import { Api } from './helpers/http.js';
+import { PASSWORD, signUp, uniqueEmail } from './helpers/factories.js';
+import { startTestServer, TEST_AI_SECRET, TEST_SECRETS } from './helpers/server.js';
+import { expectApiError, expectApiSuccess, initiateSignup, jwtPayload, latestCode, login } from './helpers/auth.js';
+import { newVisitor } from './helpers/live.js';
+
+/** Runs `body` with Date.now moved `offsetSeconds` ahead (the server runs in this process); the real clock is back after. */
+async function withClockAhead<T>(offsetSeconds: number, body: () => Promise<T>): Promise<T> {
+  const realNow = Date.now;
+  Date.now = () => realNow() + offsetSeconds * 1000;
+  try {
+    return await body();
+  } finally {
+    Date.now = realNow;
+  }
+}
+
+const wrongCodeFor = (code: string) => (code === '000000' ? '111111' : '000000');
+
+describe('auth: edges', () => {
+  describe('refresh and widget tokens signed with their own secret but not quite right', () => {
+    /** Signs with a kind's own secret, keeping the claims of a real token and replacing or dropping some. */
+    const resign = (token: string, secret: string, change: Record<string, unknown>, opts: { audience?: string } = {}) => {
+      const { aud, iss: _iss, iat: _iat, ...claims } = jwtPayload(token);
+      const payload: Record<string, unknown> = { ...claims, ...change };
+      for (const [k, v] of Object.entries(payload)) if (v === undefined) delete payload[k];
+      return jwt.sign(payload, secret, { algorithm: 'HS256', audience: opts.audience ?? aud, issuer: 'support-platform' });
+    };
+
+    it('a refresh token for another audience, or without its jti, is refused with 401 and leaves the session alone', async () => {
+      const { server, baseUrl } = sharedServer();
+      const owner = await signUp(server, baseUrl);
+      const api = new Api(baseUrl);
+      const secret = TEST_SECRETS.JWT_REFRESH_SECRET;
+      // The same claims re-signed as they are pass (so each refusal below is about one thing).
+      expectApiSuccess(await api.post('/auth/refresh-token', { refreshToken: resign(owner.refreshToken, secret, {}) }), 200);
+      const signedIn = await login(api, owner.email, PASSWORD);
+      expectApiError(await api.post('/auth/refresh-token', { refreshToken: resign(signedIn.refreshToken, secret, {}, { audience: 'support-platform:operator' }) }), 401, 'unauthorized');
+      expectApiError(await api.post('/auth/refresh-token', { refreshToken: resign(signedIn.refreshToken, secret, { jti: undefined }) }), 401, 'unauthorized');
+      expectApiError(await api.post('/auth/refresh-token', { refreshToken: resign(signedIn.refreshToken, secret, { jti: 7 }) }), 401, 'unauthorized');
+      expectApiSuccess(await api.post('/auth/refresh-token', { refreshToken: signedIn.refreshToken }), 200);
+    });
+
+    it('a widget token for another audience, or without its organization or session, is refused with 401', async () => {
+      const { server, baseUrl } = sharedServer();
+      const owner = await signUp(server, baseUrl);
+      const visitor = await newVisitor(owner);
+      const secret = TEST_SECRETS.WIDGET_JWT_SECRET;
+      const validate = (token: string) => visitor.api.post('/widget/auth/validate', undefined, { token });
+      expectApiSuccess(await validate(resign(visitor.token, secret, {})), 200);
+      expectApiError(await validate(resign(visitor.token, secret, {}, { audience: 'support-platform:operator' })), 401, 'unauthorized');
+      expectApiError(await validate(resign(visitor.token, secret, { orgId: undefined })), 401, 'unauthorized');
+      expectApiError(await validate(resign(visitor.token, secret, { orgId: 42 })), 401, 'unauthorized');
+      expectApiError(await validate(resign(visitor.token, secret, { sessionId: undefined })), 401, 'unauthorized');
+      expectApiError(await validate(resign(visitor.token, secret, { sessionId: 42 })), 401, 'unauthorized');
+    });
+  });
+  describe('sessions', () => {
+    it('a refresh token naming a session that does not exist, or one of another user, is refused with 401', async () => {
+      const { server, baseUrl } = sharedServer();
+      const owner = await signUp(server, baseUrl);
+      const stranger = await signUp(server, baseUrl);
+      const api = new Api(baseUrl);
+      const { aud, iss: _iss, iat: _iat, ...claims } = jwtPayload(owner.refreshToken);
+      const sign = (change: Record<string, unknown>) => jwt.sign({ ...claims, ...change }, TEST_SECRETS.JWT_REFRESH_SECRET, { algorithm: 'HS256', audience: aud, issuer: 'support-platform' });
+      expectApiError(await api.post('/auth/refresh-token', { refreshToken: sign({ sid: randomUUID() }) }), 401, 'unauthorized');
+      // Another user's id on the owner's session: no tokens for either of them.
+      expectApiError(await api.post('/auth/refresh-token', { refreshToken: sign({ sub: stranger.userId }) }), 401, 'unauthorized');
+      expectApiSuccess(await api.post('/auth/refresh-token', { refreshToken: owner.refreshToken }), 200);
+    });
+  });
+
+  describe('one-time codes', () => {
+    it('a code works for 10 minutes and not after', async () => {
+      const { server, baseUrl } = sharedServer();
+      const api = new Api(baseUrl);
+      const early = uniqueEmail('otp-ttl');
+      const earlyCode = await initiateSignup(server, api, early);
+      await withClockAhead(9 * 60, async () => {
+        expectApiSuccess(await api.post('/auth/complete-signup', { email: early, organizationName: 'In time', password: PASSWORD, code: earlyCode }), 201);
+      });
+      const late = uniqueEmail('otp-ttl');
+      const lateCode = await initiateSignup(server, api, late);
+      await withClockAhead(10 * 60 + 5, async () => {
+        expectApiError(await api.post('/auth/complete-signup', { email: late, organizationName: 'Too late', password: PASSWORD, code: lateCode }), 400, 'invalid_otp');
+      });
+    });
+
+    it('a verified signup may be completed for 30 minutes after the code was checked, past the code\'s own 10', async () => {
+      const { server, baseUrl } = sharedServer();
+      const api = new Api(baseUrl);
+      const verify = async (email: string) => {
+        const code = await initiateSignup(server, api, email);
+        expectApiSuccess(await api.post('/auth/verify-otp', { email, code, type: 'email_verification' }), 200);
+      };
+      const inGrace = uniqueEmail('grace');
+      await verify(inGrace);
+      await withClockAhead(25 * 60, async () => {
+        expectApiSuccess(await api.post('/auth/complete-signup', { email: inGrace, organizationName: 'Within grace', password: PASSWORD }), 201);
+      });
+      const pastGrace = uniqueEmail('grace');
+      await verify(pastGrace);
+      await withClockAhead(30 * 60 + 5, async () => {
+        expectApiError(await api.post('/auth/complete-signup', { email: pastGrace, organizationName: 'Past grace', password: PASSWORD }), 400, 'invalid_otp');
+      });
+    });
+
+    it('wrong codes count against their own email only; the fifth says to ask for a new code', async () => {
+      const { server, baseUrl } = sharedServer();
+      const api = new Api(baseUrl);
+      const guessed = uniqueEmail('guessed');
+      const guessedCode = await initiateSignup(server, api, guessed);
+      const bystander = uniqueEmail('bystander');
+      const bystanderCode = await initiateSignup(server, api, bystander);
+      const body = (email: string, code: string) => ({ email, organizationName: 'Guessing', password: PASSWORD, code });
+      for (let i = 1; i <= 5; i++) {
+        const res = await api.post('/auth/complete-signup', body(guessed, wrongCodeFor(guessedCode)));
+        expectApiError(res, 400, 'invalid_otp');
+        if (i < 5) expect(res.body.message, `wrong code ${i}`).to.not.match(/new one/);
+        else expect(res.body.message).to.match(/Too many wrong codes; ask for a new one/);
+      }
+      expectApiSuccess(await api.post('/auth/complete-signup', body(bystander, bystanderCode)), 201);
+    });
+
+    it('of two concurrent uses of one reset code, one wins', async () => {
+      const { server, baseUrl } = sharedServer();
+      const owner = await signUp(server, baseUrl);
+      for (let round = 0; round < 3; round++) {
+        expectApiSuccess(await owner.api.post('/auth/forgot-password', { email: owner.email }), 200);
+        const code = await latestCode(server, owner.email, 'password_reset');
+        const answers = await Promise.all([1, 2, 3].map(() => owner.api.post('/auth/verify-otp', { email: owner.email, code, type: 'password_reset' })));
+        expect(answers.filter((r) => r.status === 200), JSON.stringify(answers.map((r) => r.body))).to.have.length(1);
+      }
+    });
+
+    it('two concurrent completions of one verified signup make one account', async () => {
+      const { server, baseUrl } = sharedServer();
+      const api = new Api(baseUrl);
+      for (let round = 0; round < 3; round++) {
+        const email = uniqueEmail('twice');
+        const code = await initiateSignup(server, api, email);
+        expectApiSuccess(await api.post('/auth/verify-otp', { email, code, type: 'email_verification' }), 200);
+        const answers = await Promise.all([1, 2, 3].map(() => api.post('/auth/complete-signup', { email, organizationName: 'Twice', password: PASSWORD })));
+        expect(answers.filter((r) => r.status === 201), JSON.stringify(answers.map((r) => r.body))).to.have.length(1);
+        for (const res of answers.filter((r) => r.status !== 201)) expect(res.status).to.be.within(400, 499);
+        expect(await server.db.models.User.query().where({ email })).to.have.length(1);
+      }
+    });
+  });
+  describe('callers resolved from their credentials', () => {
+    it('a widget token naming another widget than its visitor session is refused with 401', async () => {
+      const { server, baseUrl } = sharedServer();
+      const owner = await signUp(server, baseUrl);
+      const visitor = await newVisitor(owner);
+      const { aud, iss: _iss, iat: _iat, ...claims } = jwtPayload(visitor.token);
+      const sign = (change: Record<string, unknown>) => jwt.sign({ ...claims, ...change }, TEST_SECRETS.WIDGET_JWT_SECRET, { algorithm: 'HS256', audience: aud, issuer: 'support-platform' });
+      expectApiSuccess(await visitor.api.post('/widget/auth/validate', undefined, { token: sign({}) }), 200);
+      expectApiError(await visitor.api.post('/widget/auth/validate', undefined, { token: sign({ widgetId: randomUUID() }) }), 401, 'unauthorized');
+      expectApiError(await visitor.api.post('/widget/auth/validate', undefined, { token: sign({ sessionId: randomUUID() }) }), 401, 'unauthorized');
+    });
+
+    it('a bearer that is no token at all is refused with 401 on operator and visitor routes', async () => {
+      const { baseUrl } = sharedServer();
+      const api = new Api(baseUrl);
+      for (const token of ['garbage', 'a.b.c', 'sp_live_not-a-key']) {
+        expectApiError(await api.get('/auth/profile', { token }), 401, 'unauthorized');
+        expectApiError(await api.post('/widget/auth/validate', undefined, { token }), 401, 'unauthorized');
+      }
+    });
+
+    it('the AI service passes with its secret only; a server without one answers 503 whatever is sent', async () => {
+      const { server, baseUrl } = sharedServer();
+      const owner = await signUp(server, baseUrl);
+      const closeInactive = (url: string, headers: Record<string, string>) => new Api(url).post('/conversations/ai/close-inactive', { organizationId: owner.orgId, inactiveMinutes: 1 }, { headers });
+      expectApiSuccess(await closeInactive(baseUrl, { 'x-ai-tool-secret': TEST_AI_SECRET }), 200);
+      expectApiError(await closeInactive(baseUrl, { 'x-ai-tool-secret': 'wrong' }), 401, 'unauthorized');
+      expectApiError(await closeInactive(baseUrl, {}), 401, 'unauthorized');
+      const bare = await startTestServer({ AI_TOOL_SECRET: '' });
+      try {
+        expectApiError(await closeInactive(bare.baseUrl, { 'x-ai-tool-secret': TEST_AI_SECRET }), 503, 'service_unavailable');
+        expectApiError(await closeInactive(bare.baseUrl, { 'x-ai-tool-secret': 'anything' }), 503, 'service_unavailable');
+        expectApiError(await closeInactive(bare.baseUrl, {}), 503, 'service_unavailable');
+      } finally {
+        await bare.stop();
+      }
+    });
+  });
+});
