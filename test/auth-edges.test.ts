@@ -44,6 +44,8 @@ describe('auth: edges', () => {
       expectApiError(await api.post('/auth/refresh-token', { refreshToken: resign(signedIn.refreshToken, secret, {}, { audience: 'support-platform:operator' }) }), 401, 'unauthorized');
       expectApiError(await api.post('/auth/refresh-token', { refreshToken: resign(signedIn.refreshToken, secret, { jti: undefined }) }), 401, 'unauthorized');
       expectApiError(await api.post('/auth/refresh-token', { refreshToken: resign(signedIn.refreshToken, secret, { jti: 7 }) }), 401, 'unauthorized');
+      // An organization id that could never have come from here, as access tokens are refused for.
+      expectApiError(await api.post('/auth/refresh-token', { refreshToken: resign(signedIn.refreshToken, secret, { orgId: 'not-a-uuid' }) }), 401, 'unauthorized');
       expectApiSuccess(await api.post('/auth/refresh-token', { refreshToken: signedIn.refreshToken }), 200);
     });
 
@@ -59,6 +61,20 @@ describe('auth: edges', () => {
       expectApiError(await validate(resign(visitor.token, secret, { orgId: 42 })), 401, 'unauthorized');
       expectApiError(await validate(resign(visitor.token, secret, { sessionId: undefined })), 401, 'unauthorized');
       expectApiError(await validate(resign(visitor.token, secret, { sessionId: 42 })), 401, 'unauthorized');
+    });
+    it('a widget token lives WIDGET_TOKEN_TTL seconds: the answer says when, and after that it is refused', async () => {
+      const { server, baseUrl } = sharedServer();
+      const owner = await signUp(server, baseUrl);
+      const before = Math.floor(Date.now() / 1000);
+      const visitor = await newVisitor(owner);
+      const after = Math.ceil(Date.now() / 1000);
+      const ttl = server.config.widgetTokenTtlSeconds;
+      const { exp, iat } = jwtPayload(visitor.token);
+      expect(exp - iat).to.equal(ttl);
+      expect(exp).to.be.within(before + ttl, after + ttl);
+      const validate = () => visitor.api.post('/widget/auth/validate', undefined, { token: visitor.token });
+      await withClockAhead(ttl - 60, async () => expectApiSuccess(await validate(), 200));
+      await withClockAhead(ttl + 5, async () => expectApiError(await validate(), 401, 'unauthorized'));
     });
   });
   describe('sessions', () => {
