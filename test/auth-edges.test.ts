@@ -5,7 +5,8 @@ import { expect } from 'chai';
 import jwt from 'jsonwebtoken';
 import { sharedServer } from './helpers/hooks.js';
 import { Api } from './helpers/http.js';
-import { PASSWORD, signUp, uniqueEmail } from './helpers/factories.js';
+import { latestMail, linkTokenIn, PASSWORD, signUp, uniqueEmail } from './helpers/factories.js';
+import { generateOtpCode } from '../server/auth/secrets.js';
 import { startTestServer, TEST_AI_SECRET, TEST_SECRETS } from './helpers/server.js';
 import { expectApiError, expectApiSuccess, initiateSignup, jwtPayload, latestCode, login } from './helpers/auth.js';
 import { newVisitor } from './helpers/live.js';
@@ -142,6 +143,32 @@ describe('auth: edges', () => {
         else expect(res.body.message).to.match(/Too many wrong codes; ask for a new one/);
       }
       expectApiSuccess(await api.post('/auth/complete-signup', body(bystander, bystanderCode)), 201);
+    });
+
+    it('codes are six digits, leading zeros kept', () => {
+      const codes = Array.from({ length: 5000 }, () => generateOtpCode());
+      for (const code of codes) expect(code).to.match(/^\d{6}$/);
+      expect(codes.some((c) => c.startsWith('0')), 'some codes start with 0').to.equal(true);
+    });
+
+    it("a password reset retires that user's reset codes only: another person's open codes still work", async () => {
+      const { server, baseUrl } = sharedServer();
+      const owner = await signUp(server, baseUrl);
+      const neighbour = await signUp(server, baseUrl);
+      const api = new Api(baseUrl);
+      expectApiSuccess(await api.post('/auth/forgot-password', { email: owner.email }), 200);
+      const ownerCode = await latestCode(server, owner.email, 'password_reset');
+      const mail = await latestMail(server, owner.email, 'password_reset');
+      expectApiSuccess(await api.post('/auth/forgot-password', { email: neighbour.email }), 200);
+      const neighbourCode = await latestCode(server, neighbour.email, 'password_reset');
+      const signingUp = uniqueEmail('bystander');
+      const signupCode = await initiateSignup(server, api, signingUp);
+
+      expectApiSuccess(await api.post('/auth/reset-password', { token: linkTokenIn(mail!.textBody), newPassword: 'reset by the link' }), 200);
+      // The owner's own code went with the reset; nobody else's did.
+      expectApiError(await api.post('/auth/reset-password-otp', { email: owner.email, code: ownerCode, newPassword: 'reset again' }), 400, 'invalid_otp');
+      expectApiSuccess(await api.post('/auth/reset-password-otp', { email: neighbour.email, code: neighbourCode, newPassword: 'neighbour resets' }), 200);
+      expectApiSuccess(await api.post('/auth/complete-signup', { email: signingUp, organizationName: 'Unaffected', password: PASSWORD, code: signupCode }), 201);
     });
 
     it('of two concurrent uses of one reset code, one wins', async () => {
