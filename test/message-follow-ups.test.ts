@@ -156,6 +156,22 @@ describe('what a send decides', () => {
     });
   });
 
+  it("a client id of the AI's message is no retry for the platform, though neither has a sender id (409)", async () => {
+    const o = await owner();
+    const visitor = await newVisitor(o);
+    const { conversationId } = await startConversation(visitor, 'hello');
+    const service = transactionalMessages();
+    const ai: Sender = { type: 'ai', orgId: o.orgId };
+    const answer = await service.send(ai, { conversationId, content: 'an AI answer', clientMessageId: 'shared-1' });
+    const err = await service.send({ type: 'system', orgId: o.orgId }, { conversationId, content: 'summary', type: 'system', private: true, clientMessageId: 'shared-1' }).then(() => null, (e: unknown) => e as { status: number; code: string });
+    expect(err).to.deep.include({ status: 409, code: 'conflict' });
+    // The AI's own retry is one.
+    const again = await service.send(ai, { conversationId, content: 'an AI answer', clientMessageId: 'shared-1' });
+    expect(again).to.deep.include({ duplicate: true });
+    expect(again.message.id).to.equal(answer.message.id);
+    expect((await read(o, conversationId)).lastSeq).to.equal(2);
+  });
+
   it('announces a retried send once: agents hear one new_message', async () => {
     const { baseUrl } = sharedServer();
     const o = await owner();
