@@ -107,6 +107,15 @@ describe('what a send decides', () => {
       expect((await o.api.get('/conversations?limit=100', { token: o.accessToken })).body.data).to.deep.equal([]);
     });
 
+    it("a visitor writing into another visitor's conversation gets 404 and stores nothing", async () => {
+      const o = await owner();
+      const [ada, eve] = [await newVisitor(o), await newVisitor(o)];
+      const { conversationId } = await startConversation(ada, 'my chat');
+      const res = await eve.api.post(`/widget/conversations/${conversationId}/messages`, { content: 'injected' }, { token: eve.token });
+      expectError(res, 404, 'not_found');
+      expect((await read(o, conversationId)).messages.map((m: any) => m.content)).to.deep.equal(['my chat']);
+    });
+
     it("a channel contact opens its own conversation and cannot write into another contact's", async () => {
       const o = await owner();
       const messages = sharedServer().server.services.messages;
