@@ -137,15 +137,24 @@ describe('what a send decides', () => {
   });
 
   describe('concurrent sends', () => {
-    it('sends racing on one conversation through the transaction all land once, seq gap-free', async () => {
+    it('sends racing on one conversation through the transaction (two instances, a contact\'s mails) all land once, seq gap-free', async () => {
       const o = await owner();
       const visitor = await newVisitor(o);
       const { conversationId } = await startConversation(visitor, 'hello');
-      const service = transactionalMessages();
+      // Each instance keeps its own sends to a conversation in order; two instances only have the row lock.
+      const [here, there] = [transactionalMessages(), transactionalMessages()];
       const agent: Sender = { type: 'agent', orgId: o.orgId, userId: o.userId };
-      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => service.send(agent, { conversationId, content: `reply ${i}` })));
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? here : there).send(agent, { conversationId, content: `reply ${i}` })));
       expect(results.map((r) => r.message.seq).sort((a, b) => a - b)).to.deep.equal([2, 3, 4, 5, 6, 7, 8, 9]);
       expect((await read(o, conversationId)).lastSeq).to.equal(9);
+
+      // A channel contact's sends skip the batch altogether: several mails at once still line up.
+      const contact = await createContact(o, { name: 'Mo', email: 'mo@example.test' });
+      const messages = sharedServer().server.services.messages;
+      const sender: Sender = { type: 'contact', orgId: o.orgId, contactId: contact.id };
+      const opened = await messages.send(sender, { content: 'mail 0', start: { channel: 'email', source: 'email' } });
+      const mails = await Promise.all(Array.from({ length: 6 }, (_, i) => messages.send(sender, { conversationId: opened.conversation.id, content: `mail ${i + 1}` })));
+      expect(mails.map((r) => r.message.seq).sort((a, b) => a - b)).to.deep.equal([2, 3, 4, 5, 6, 7]);
     });
 
     it("a customer's start retried while the first is in flight opens one conversation", async () => {
