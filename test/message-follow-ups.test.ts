@@ -66,6 +66,8 @@ describe('what a send decides', () => {
       const o = await owner();
       const visitor = await newVisitor(o);
       const { conversationId: first } = await startConversation(visitor, 'about my order');
+      // A widget start without a source is filed as the widget's, with no tags.
+      expect(await read(o, first)).to.deep.include({ source: 'widget', channel: 'widget', priority: 'medium', tags: [] });
       // A second chat, opened while the first was still open, whose first message used the id 'c-1'.
       const other = await visitor.api.post('/widget/conversations', { content: 'about my invoice', clientMessageId: 'c-1' }, { token: visitor.token });
       expect(other.status).to.equal(201);
