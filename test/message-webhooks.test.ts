@@ -1,0 +1,77 @@
+// The webhook events a send records with the message, whichever path stores it: conversation.created for a
+// conversation a customer opens, message.created for every public message (batched or not) and never for an
+// internal note; an organization without such a subscription gets nothing recorded, and its sends still batch.
+import { expect } from 'chai';
+import type { StatementFactory } from '../db/statements.js';
+import { MessageService, type Sender } from '../server/services/messages/index.js';
+import { signUp, type SignedUp } from './helpers/factories.js';
+import { newVisitor, startConversation } from './helpers/live.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+
+const failingStatements: StatementFactory = () => ({
+  rows: async () => {
+    throw new Error('batch statement refused (the transactional path is under test)');
+  },
+});
+
+describe('webhook events recorded by a send', function () {
+  this.timeout(60_000);
+  let app: TestServer;
+  before(async () => {
+    app = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true' });
+  });
+  after(async () => {
+    await app?.stop();
+  });
+
+  const subscribe = async (owner: SignedUp, events: string[]) => {
+    const res = await owner.api.post('/webhooks', { url: 'http://127.0.0.1:9/hook', events }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return res.body.data.id as string;
+  };
+  /** What was recorded for the organization, oldest first: [event, the message's content or the conversation's id]. */
+  const recorded = async (orgId: string) => {
+    const knex = app.server.db.knex;
+    const rows = await knex('webhook_deliveries as d').leftJoin('messages as m', 'm.id', 'd.message_id').where('d.organization_id', orgId).orderBy('d.created_at').orderBy('d.id').select('d.event_type', 'd.payload', 'm.content');
+    return rows.map((r: any) => [r.eventType, r.content ?? r.payload?.conversation?.id ?? null]);
+  };
+
+  it('records conversation.created and message.created with a start, message.created per public message, none for notes', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    await subscribe(owner, ['conversation.created', 'message.created']);
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'hello');
+    expect(await recorded(owner.orgId)).to.have.deep.members([['conversation.created', conversationId], ['message.created', 'hello']]);
+
+    const t = { token: owner.accessToken };
+    const stats = app.server.services.messages.batchStats;
+    const batchedBefore = stats.appended;
+    expect((await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'a note', private: true }, t)).status).to.equal(201);
+    expect((await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'a reply' }, t)).status).to.equal(201);
+    expect((await visitor.api.post(`/widget/conversations/${conversationId}/messages`, { content: 'thanks' }, { token: visitor.token })).status).to.equal(201);
+    expect(stats.appended - batchedBefore, 'all three were batched').to.equal(3);
+
+    // The transactional path records the same.
+    const { server } = app;
+    const transactional = new MessageService({ models: server.db.models, knex: server.db.knex, statement: failingStatements, events: server.events, batching: { concurrency: 1, maxBatch: 200 } });
+    transactional.outbox = server.services.webhooks;
+    const agent: Sender = { type: 'agent', orgId: owner.orgId, userId: owner.userId };
+    await transactional.send(agent, { conversationId, content: 'another note', private: true });
+    await transactional.send(agent, { conversationId, content: 'another reply' });
+
+    const events = await recorded(owner.orgId);
+    expect(events.slice(2)).to.deep.equal([['message.created', 'a reply'], ['message.created', 'thanks'], ['message.created', 'another reply']]);
+  });
+
+  it('records nothing for an organization without a subscription to these events, and still batches its sends', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    await subscribe(owner, ['contact.created']);
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'hello');
+    const stats = app.server.services.messages.batchStats;
+    const before = stats.appended;
+    expect((await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'a reply' }, { token: owner.accessToken })).status).to.equal(201);
+    expect(stats.appended - before).to.equal(1);
+    expect(await recorded(owner.orgId)).to.deep.equal([]);
+  });
+});
