@@ -91,6 +91,7 @@ export function appendedOf(row: AppendResultRow): Appended {
 // A customer's message (sender_type visitor) counts as unread and reopens a resolved conversation; an agent's marks
 // a human joined, and a public one the first reply; public agent and AI messages the first response; the first
 // human reply counts from the escalation (a reply before it is replaced by the first one after it).
+// The rows come back as json text (row_to_json, half the work of to_jsonb, which also sorts and binary-encodes keys).
 // updated_at moves only when one of those changes the conversation itself (readers take the later of it and
 // last_message_at): a plain message then changes no indexed column, so its row update is a heap-only (HOT) update
 // that adds no entry to any of the conversation's indexes. On PostgreSQL 15 and older the BRIN index on updated_at
@@ -140,7 +141,7 @@ msg as (
   from conv join input i on i.ord = conv.batch_ord
   returning *
 )
-select conv.batch_ord as ord, conv.batch_previous_status as previous_status, to_jsonb(conv) as conversation, to_jsonb(msg) as message
+select conv.batch_ord as ord, conv.batch_previous_status as previous_status, row_to_json(conv) as conversation, row_to_json(msg) as message
 from conv join msg on msg.conversation_id = conv.id`;
 
 /**
