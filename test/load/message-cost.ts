@@ -7,6 +7,7 @@
 //
 //   MESSAGES=16000 RATE=800 VISITORS=10000 AGENT_SHARE=0.1 DATABASE_URL=postgres://... npx tsx test/load/message-cost.ts
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { loadConfig } from '../../server/config.js';
 import { createServer } from '../../server/server.js';
 import type { Sender } from '../../server/services/messages/index.js';
@@ -53,6 +54,27 @@ interface StatRow {
 }
 
 /**
+ * CPU time (ms) the server processes of this database have used so far, by process id, when PostgreSQL runs on this
+ * machine (empty otherwise). Unlike statement time it does not grow while a process waits for a core, which on a
+ * shared machine is most of the wall time.
+ */
+async function backendCpu(): Promise<Map<number, number>> {
+  const pids = ((await knex.raw('select pid from pg_stat_activity where datname = current_database()')).rows as { pid: number }[]).map((r) => r.pid);
+  const cpu = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      // Fields 14 and 15 (after the parenthesized name): user and system time in clock ticks (100 per second).
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      cpu.set(pid, (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // Not on this machine, or gone.
+    }
+  }
+  return cpu;
+}
+let cpuMs = 0;
+
+/**
  * Statement statistics of this database gathered while `work` runs: read before and after and subtracted, so the
  * statistics are left alone for everyone else. A full reset by someone else meanwhile makes the measure void.
  */
@@ -67,8 +89,11 @@ async function measure(work: () => Promise<void>): Promise<StatRow[]> {
     ).rows as StatRow[],
   });
   const before = await read();
+  const cpuBefore = await backendCpu();
   await work();
+  const cpuAfter = await backendCpu();
   const after = await read();
+  cpuMs = [...cpuAfter].reduce((sum, [pid, ms]) => sum + ms - (cpuBefore.get(pid) ?? ms), 0);
   if (after.reset !== before.reset) {
     process.stderr.write('message-cost: pg_stat_statements was reset during the measure; run it again\n');
     return finish(1);
@@ -100,11 +125,22 @@ const sorted = (sum: Map<string, StatRow>) => [...sum.values()].sort((a, b) => b
 // Rounds of a few seconds of sends, each followed by its baseline, so both see the same machine: on a shared
 // machine the load of the neighbours changes from minute to minute.
 const ROUND_MESSAGES = Math.max(1, Math.round(RATE * 2.5));
+/** Conversation row updates so far, and how many were heap-only (no index entries). */
+const updates = async () => {
+  const row = (await knex.raw(`select n_tup_upd::float8 as upd, n_tup_hot_upd::float8 as hot from pg_stat_user_tables where relname = 'conversations'`)).rows[0] as { upd: number; hot: number };
+  return row;
+};
+// Backends report table counters when idle, at most every few seconds: wait for what seeding wrote to arrive.
+const settleCounters = () => new Promise((r) => setTimeout(r, 11_000));
+await settleCounters();
+const updatesBefore = await updates();
 const sends = new Map<string, StatRow>();
 const plain = new Map<string, StatRow>();
 let failed = 0;
 let sent = 0;
 let plainRows = 0;
+let sendCpuMs = 0;
+let plainCpuMs = 0;
 let seconds = 0;
 const batch = server.services.messages.batchStats;
 while (sent < MESSAGES) {
@@ -128,6 +164,7 @@ while (sent < MESSAGES) {
     }
     await Promise.all(inFlight);
   }));
+  sendCpuMs += cpuMs;
   seconds += (performance.now() - started) / 1000;
   // The baseline: as many rows, in batches of the size this round formed, as plain INSERTs (seq far above the
   // conversations' own).
@@ -145,8 +182,11 @@ while (sent < MESSAGES) {
       await knex('messages').insert(rows);
     }
   }));
+  plainCpuMs += cpuMs;
 }
 const stored = (await countStored()) - plainRows;
+await settleCounters();
+const updatesAfter = await updates();
 const batchSize = Math.round(batch.appended / Math.max(1, batch.batches));
 
 const fmt = (n: number, d = 4) => n.toFixed(d);
@@ -161,9 +201,12 @@ out(`sent ${MESSAGES} at ${RATE}/s to ${VISITORS} conversations (${Math.round(AG
 out(`batches ${batch.batches} (about ${batchSize} messages each), batched ${batch.appended}, declined ${batch.declined}, failed batches ${batch.failed}`);
 const sendMs = totalOf(sorted(sends)) / stored;
 const plainMs = totalOf(sorted(plain)) / plainRows;
-out(`send path: ${fmt(sendMs)} ms per stored message`);
+out(`send path: ${fmt(sendMs)} ms per stored message; conversation updates ${updatesAfter.upd - updatesBefore.upd}, heap-only ${updatesAfter.hot - updatesBefore.hot}`);
 table(sorted(sends), stored);
 out(`plain INSERT of ${plainRows} rows in batches of the same sizes: ${fmt(plainMs)} ms per row`);
 table(sorted(plain), plainRows);
 out(`send path / plain INSERT: ${(sendMs / plainMs).toFixed(2)}x`);
+if (sendCpuMs > 0) {
+  out(`PostgreSQL CPU (its processes for this database, whole transactions): send path ${fmt(sendCpuMs / stored)} ms per stored message, plain INSERT ${fmt(plainCpuMs / plainRows)} ms per row (${(sendCpuMs / stored / (plainCpuMs / plainRows)).toFixed(2)}x)`);
+}
 await finish(0);
