@@ -48,7 +48,7 @@ export function statement<Row>(knex: Knex, name: string, text: string, prepared:
 const { postProcessResponse: camelRow } = objection.knexSnakeCaseMappers() as unknown as { postProcessResponse: (row: Record<string, unknown>) => Record<string, unknown> };
 
 /**
- * A row that came back as jsonb (`to_jsonb(t)`), shaped like a knex row: camelCased keys and timestamp columns
+ * A row that came back as json (`row_to_json(t)`, `to_jsonb(t)`), shaped like a knex row: camelCased keys and timestamp columns
  * (named `*_at` throughout the schema) as Dates. Keys starting with `skip` are left out.
  */
 export function rowFromJson<T>(json: Record<string, unknown>, skip?: string): T {

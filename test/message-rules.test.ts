@@ -139,6 +139,32 @@ describe('message rules on both write paths', () => {
         else expect(delta, 'every send went through the transaction').to.deep.include({ appended: 0, failed: 5 });
       });
 
+      it("moves the row's updated_at only when a message changes the conversation itself; updatedAt still follows the latest message", async () => {
+        const { server } = sharedServer();
+        const { owner, visitor, conversationId } = await tenantWithConversation();
+        const stored = async () => ((await server.db.knex('conversations').where({ id: conversationId }).first('updatedAt')) as { updatedAt: Date }).updatedAt.getTime();
+        const visitorSender = { type: 'visitor' as const, orgId: owner.orgId, sessionId: visitor.sessionId };
+        const agent = { type: 'agent' as const, orgId: owner.orgId, userId: owner.userId };
+        let mark = await stored();
+        /** Sends, then checks whether the stored updated_at moved, and that the conversation shown carries the message's time. */
+        const step = async (sender: Sender, input: Omit<SendInput, 'conversationId'>, moves: boolean, what: string) => {
+          await send(sender, { ...input, conversationId });
+          const now = await stored();
+          if (moves) expect(now, `${what} moves updated_at`).to.be.above(mark);
+          else expect(now, `${what} leaves updated_at alone`).to.equal(mark);
+          mark = now;
+          const c = await read(owner, conversationId);
+          expect(c.updatedAt, `${what}: updatedAt is the latest message's time`).to.equal(c.lastMessageAt);
+        };
+        await step(visitorSender, { content: 'a plain message' }, false, 'a visitor message');
+        await step({ type: 'ai', orgId: owner.orgId }, { content: 'an AI answer' }, true, 'the first response');
+        await step(visitorSender, { content: 'thanks, but' }, false, 'another visitor message');
+        await step(agent, { content: 'joining', private: true }, true, 'a human joining');
+        await step(agent, { content: 'the first human reply' }, true, 'the first reply');
+        await step(agent, { content: 'a second reply' }, false, 'a later reply');
+        await step(agent, { content: 'another note', private: true }, false, 'a later note');
+      });
+
       it('a visitor writing to a resolved conversation reopens it (open, resolvedAt null, announced); an agent writing does not', async () => {
         const { server } = sharedServer();
         const { owner, visitor, conversationId } = await tenantWithConversation();

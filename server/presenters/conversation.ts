@@ -9,6 +9,8 @@ export function presentContact(c: Contact) {
   return { id: c.id, name: c.name ?? null, email: c.email ?? null, phone: c.phone ?? null, company: c.company ?? null, createdAt: iso(c.createdAt), updatedAt: iso(c.updatedAt) };
 }
 
+const latest = (a: Date | string, b: Date | string | null | undefined): Date | string => (b && new Date(b).getTime() > new Date(a).getTime() ? b : a);
+
 export function presentConversation(c: Conversation) {
   return {
     id: c.id,
@@ -31,7 +33,8 @@ export function presentConversation(c: Conversation) {
     lastMessageAt: iso(c.lastMessageAt),
     resolvedAt: iso(c.resolvedAt),
     createdAt: iso(c.createdAt),
-    updatedAt: iso(c.updatedAt),
+    // A message moves last_message_at but not updated_at (which the send path leaves alone to keep its write cheap).
+    updatedAt: iso(latest(c.updatedAt, c.lastMessageAt)),
   };
 }
 

@@ -91,6 +91,11 @@ export function appendedOf(row: AppendResultRow): Appended {
 // A customer's message (sender_type visitor) counts as unread and reopens a resolved conversation; an agent's marks
 // a human joined, and a public one the first reply; public agent and AI messages the first response; the first
 // human reply counts from the escalation (a reply before it is replaced by the first one after it).
+// The rows come back as json text (row_to_json, half the work of to_jsonb, which also sorts and binary-encodes keys).
+// updated_at moves only when one of those changes the conversation itself (readers take the later of it and
+// last_message_at): a plain message then changes no indexed column, so its row update is a heap-only (HOT) update
+// that adds no entry to any of the conversation's indexes. On PostgreSQL 15 and older the BRIN index on updated_at
+// would otherwise make every message's update write a new entry into each of them.
 export const APPEND_SQL = `
 with input as (
   select * from jsonb_to_recordset($1::jsonb) as i(
@@ -112,7 +117,10 @@ conv as (
   update conversations c set
     last_seq = c.last_seq + 1,
     last_message_at = $2::timestamptz,
-    updated_at = $2::timestamptz,
+    updated_at = case when (i.sender_type = 'visitor' and c.status = 'resolved')
+      or (i.sender_type = 'agent' and (c.human_joined_at is null or (not i.private and (c.first_reply_at is null or c.first_human_reply_at is null or c.first_human_reply_at < c.escalated_at))))
+      or (i.sender_type in ('agent', 'ai') and not i.private and c.first_response_at is null)
+      then $2::timestamptz else c.updated_at end,
     unread_count = c.unread_count + (case when i.sender_type = 'visitor' then 1 else 0 end),
     status = case when i.sender_type = 'visitor' and c.status = 'resolved' then 'open' else c.status end,
     resolved_at = case when i.sender_type = 'visitor' and c.status = 'resolved' then null else c.resolved_at end,
@@ -133,7 +141,7 @@ msg as (
   from conv join input i on i.ord = conv.batch_ord
   returning *
 )
-select conv.batch_ord as ord, conv.batch_previous_status as previous_status, to_jsonb(conv) as conversation, to_jsonb(msg) as message
+select conv.batch_ord as ord, conv.batch_previous_status as previous_status, row_to_json(conv) as conversation, row_to_json(msg) as message
 from conv join msg on msg.conversation_id = conv.id`;
 
 /**
