@@ -92,6 +92,7 @@ export const chat: Scenario = {
     const app = await startApp(ctx, 'app', { postgres: true, redis: false });
     let seeded: SeedResult;
     const appRuns = new Map<number, ChatRun>();
+    const baseRuns = new Map<number, ChatRun>();
     let hooked: ChatRun | null = null;
     let receiver: Receiver | null = null;
     let received = 0;
@@ -100,9 +101,18 @@ export const chat: Scenario = {
       ctx.log(`  seeded ${o.orgs} orgs, ${widest} agents each, ${o.visitors} visitors with a conversation each in ${seeded.seconds.toFixed(1)} s`);
       const orgIds = seeded.orgs.map((x) => x.id);
       const target = { label: 'app', visitorUrl: app.url, agentUrl: app.url, servers: [app.child], countStored: () => app.child.call<number>('countMessages', { orgIds }), authenticates: true };
-      for (const fanout of fanouts) {
-        ctx.log(`  fan-out ${fanout}: ${fanout} agents per organization`);
-        appRuns.set(fanout, await runChat({ ...target, label: `app, fan-out ${fanout}` }, withFanout(seeded.orgs, fanout), chatSettings(ctx)));
+      // The relay waits beside the app (each idle while the other is measured), so every fan-out's app and baseline
+      // are measured one right after the other: a busy spell of a shared machine then hits a pair, not one side.
+      const relay = await startRelay(ctx, 'relay baseline', false);
+      try {
+        for (const fanout of fanouts) {
+          ctx.log(`  fan-out ${fanout}: ${fanout} agents per organization`);
+          const orgs = withFanout(seeded.orgs, fanout);
+          appRuns.set(fanout, await runChat({ ...target, label: `app, fan-out ${fanout}` }, orgs, chatSettings(ctx)));
+          baseRuns.set(fanout, await runChat({ label: `baseline, fan-out ${fanout}`, visitorUrl: relay.url, agentUrl: relay.url, servers: [relay.child], countStored: null, authenticates: false }, orgs, chatSettings(ctx)));
+        }
+      } finally {
+        await relay.child.stop();
       }
       if (o.chatWebhooks > 0) {
         receiver = await startReceiver();
@@ -125,15 +135,6 @@ export const chat: Scenario = {
       if (!app.dataDir) await app.child.call('cleanup', undefined, 600_000).catch((err) => ctx.log(`  cleanup failed: ${(err as Error).message}`));
       await app.stop();
       await receiver?.close();
-    }
-    const relay = await startRelay(ctx, 'relay baseline', false);
-    const baseRuns = new Map<number, ChatRun>();
-    try {
-      for (const fanout of fanouts) {
-        baseRuns.set(fanout, await runChat({ label: `baseline, fan-out ${fanout}`, visitorUrl: relay.url, agentUrl: relay.url, servers: [relay.child], countStored: null, authenticates: false }, withFanout(seeded.orgs, fanout), chatSettings(ctx)));
-      }
-    } finally {
-      await relay.child.stop();
     }
     const rows: Row[] = [];
     const details: Record<string, unknown> = { database: app.dataDir ? 'embedded (PGlite)' : 'PostgreSQL', serverLog: app.child.log };

@@ -90,9 +90,16 @@ export const cluster: Scenario = {
     let seeded!: SeedResult;
     let idle: SeedTenant[] = [];
     let single!: ChatRun;
+    let baseSingle!: ChatRun;
+    let basePair!: ChatRun;
     const pairs: PairRun[] = [];
     // Two holders, one per instance: each stays under the open-file limit a process gets.
     const holders: Child[] = [await spawnChild('idle sockets for A', 'holder.ts', {}, null), await spawnChild('idle sockets for B', 'holder.ts', {}, null)];
+    // The relays wait beside the app instances (each idle while the other is measured), so each app measure and
+    // its baseline run one right after the other: a busy spell of a shared machine then hits a pair, not one side.
+    const relayAdapter = o.adapters[0]!;
+    const relays = [await startRelay(ctx, 'relay A', true, 0, relayAdapter), await startRelay(ctx, 'relay B', true, 1, relayAdapter)];
+    const [ra, rb] = relays as [(typeof relays)[0], (typeof relays)[0]];
     try {
       for (const [k, adapter] of o.adapters.entries()) {
         const a = await startApp(ctx, `app A (${adapter})`, { postgres: true, redis: true, instance: 0, adapter });
@@ -109,6 +116,7 @@ export const cluster: Scenario = {
               ctx.log(`  seeded ${idleWanted} more orgs with a widget and a visitor each in ${made.seconds.toFixed(1)} s`);
             }
             single = await runChat({ label: `app, one instance (${adapter})`, visitorUrl: a.url, agentUrl: a.url, servers: [a.child], countStored, authenticates: true }, seeded.orgs, settings);
+            baseSingle = await runChat({ label: `baseline, one relay (${relayAdapter})`, visitorUrl: ra.url, agentUrl: ra.url, servers: [ra.child], countStored: null, authenticates: false }, seeded.orgs, settings);
           } else await a.child.call('adopt', { runId: ctx.runId });
           const b = await startApp(ctx, `app B (${adapter})`, { postgres: true, redis: true, instance: 1, adapter });
           try {
@@ -118,11 +126,14 @@ export const cluster: Scenario = {
               const want = tenants - o.orgs;
               if (want > holding) {
                 const more = idle.slice(holding, want).map((t) => ({ orgId: t.id, ...t.visitor }));
-                const [ra, rb] = await Promise.all([a.url, b.url].map((url, i) => holders[i]!.call<RampResult>('connect', { url, visitors: more, concurrency: o.concurrency }, 900_000)));
-                ctx.log(`  ${tenants} orgs: ${holding + ra!.connected} and ${holding + rb!.connected} idle visitors of ${want} held on A and B (${ra!.seconds.toFixed(0)} s${ra!.failed + rb!.failed ? `; failures ${JSON.stringify(ra!.errors)} ${JSON.stringify(rb!.errors)}` : ''})`);
+                const [onA, onB] = await Promise.all([a.url, b.url].map((url, i) => holders[i]!.call<RampResult>('connect', { url, visitors: more, concurrency: o.concurrency }, 900_000)));
+                ctx.log(`  ${tenants} orgs: ${holding + onA!.connected} and ${holding + onB!.connected} idle visitors of ${want} held on A and B (${onA!.seconds.toFixed(0)} s${onA!.failed + onB!.failed ? `; failures ${JSON.stringify(onA!.errors)} ${JSON.stringify(onB!.errors)}` : ''})`);
                 holding = want;
               }
               pairs.push({ adapter, tenants, run: await runChat({ ...target, label: `app A+B (${adapter}, ${tenants} orgs)` }, seeded.orgs, settings) });
+              if (k === 0 && tenants === tenantCounts[0]) {
+                basePair = await runChat({ label: `baseline A+B (${relayAdapter})`, spread: [ra.url, rb.url], visitorUrl: ra.url, agentUrl: rb.url, servers: [ra.child, rb.child], countStored: null, authenticates: false }, seeded.orgs, settings);
+              }
             }
           } finally {
             await Promise.all(holders.map((h) => h.call('release').catch(() => undefined)));
@@ -137,26 +148,10 @@ export const cluster: Scenario = {
         }
       }
     } finally {
-      await stopAll(...holders.map((h) => () => h.stop()));
+      await stopAll(...holders.map((h) => () => h.stop()), ...relays.map((r) => () => r.child.stop()));
     }
-
-    const adapter = o.adapters[0]!;
-    const ra = await startRelay(ctx, 'relay A', true, 0, adapter);
-    let baseSingle: ChatRun;
-    let basePair: ChatRun;
-    try {
-      baseSingle = await runChat({ label: `baseline, one relay (${adapter})`, visitorUrl: ra.url, agentUrl: ra.url, servers: [ra.child], countStored: null, authenticates: false }, seeded.orgs, settings);
-      const rb = await startRelay(ctx, 'relay B', true, 1, adapter);
-      try {
-        basePair = await runChat({ label: `baseline A+B (${adapter})`, spread: [ra.url, rb.url], visitorUrl: ra.url, agentUrl: rb.url, servers: [ra.child, rb.child], countStored: null, authenticates: false }, seeded.orgs, settings);
-      } finally {
-        await rb.child.stop();
-      }
-    } finally {
-      await stopAll(() => ra.child.stop());
-    }
-    const pair = pairs.find((p) => p.adapter === adapter && p.tenants === tenantCounts[0])!;
-    const rows = [...labelled(`two instances (${adapter}, ${pair.tenants} orgs)`, chatRows(pair.run, basePair, ctx)), ...scaleOutRows(single, pair.run, baseSingle, basePair, ctx), ...tenantRows(pairs, ctx)];
+    const pair = pairs.find((p) => p.adapter === relayAdapter && p.tenants === tenantCounts[0])!;
+    const rows = [...labelled(`two instances (${relayAdapter}, ${pair.tenants} orgs)`, chatRows(pair.run, basePair, ctx)), ...scaleOutRows(single, pair.run, baseSingle, basePair, ctx), ...tenantRows(pairs, ctx)];
     return { rows, details: { oneInstance: single, pairs, baselineOneRelay: baseSingle, baselinePair: basePair } };
   },
 };
