@@ -7,6 +7,8 @@ import { RATE_LIMIT_RULES, type RateLimitName } from './ratelimit.js';
 import { DEFAULT_PLAN, resolvePlans, type PlanCatalog } from './services/plans.js';
 
 export type StorageDriver = 'local' | 's3';
+/** How Socket.IO emits cross instances over Redis (REDIS_ADAPTER). */
+export type RedisAdapterKind = 'sharded' | 'classic';
 
 export interface Config {
   env: string;
@@ -15,6 +17,8 @@ export interface Config {
   databaseUrl: string | null;
   dataDir: string;
   redisUrl: string | null;
+  /** sharded: Redis 7 sharded pub/sub, a channel per namespace and room (cost per message flat in organizations); classic: a pattern per namespace. */
+  redisAdapter: RedisAdapterKind;
   smtpUrl: string | null;
   mailFrom: string;
   /** Days after which the bodies of sent (or only logged) mail are cleared from the outbox. */
@@ -145,6 +149,9 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = (str('LOG_LEVEL') ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
+  const redisAdapter = (str('REDIS_ADAPTER') ?? 'classic') as RedisAdapterKind;
+  if (redisAdapter !== 'sharded' && redisAdapter !== 'classic') problems.push('REDIS_ADAPTER must be sharded or classic');
+
   const corsOrigins = (str('CORS_ORIGINS') ?? '')
     .split(',')
     .map((o) => o.trim().replace(/\/+$/, ''))
@@ -207,6 +214,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     dataDir,
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    redisAdapter,
     smtpUrl,
     mailFrom: str('MAIL_FROM') ?? 'Support Platform <no-reply@localhost>',
     mailRetentionDays: int('MAIL_RETENTION_DAYS', 7, 1, 3650),

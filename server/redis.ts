@@ -21,7 +21,9 @@ export type RedisRole =
 
 const ROLE_OPTIONS: Record<RedisRole, RedisOptions> = {
   command: { enableOfflineQueue: false, maxRetriesPerRequest: 1 },
-  publisher: { enableOfflineQueue: false, maxRetriesPerRequest: 1 },
+  // The sharded Socket.IO adapter delivers to local sockets once its publish is answered: a Redis that hangs
+  // without closing the connection must not hold local emits for longer than this.
+  publisher: { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 1_000 },
   subscriber: { enableOfflineQueue: true, maxRetriesPerRequest: null, autoResubscribe: true },
 };
 
@@ -73,7 +75,7 @@ export class RedisLink extends EventEmitter<{ up: []; down: [] }> {
     if (role !== 'command') {
       // The Socket.IO adapter publishes and (un)subscribes without handling a rejection; a dropped cross-instance
       // emit is what an outage means (clients catch up with `sync`), never a reason for the process to die.
-      for (const method of ['publish', 'subscribe', 'psubscribe', 'unsubscribe', 'punsubscribe'] as const) {
+      for (const method of ['publish', 'subscribe', 'psubscribe', 'unsubscribe', 'punsubscribe', 'spublish', 'ssubscribe', 'sunsubscribe'] as const) {
         const original = (client[method] as (...args: unknown[]) => Promise<unknown>).bind(client);
         (client as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
           const sent = original(...args);

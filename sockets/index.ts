@@ -1,12 +1,12 @@
 // Socket.IO on the REST server's port: one namespace per organization, handshake auth, Redis fan-out when configured.
 import type { Server as HttpServer } from 'node:http';
-import { createAdapter } from '@socket.io/redis-adapter';
 import { Server } from 'socket.io';
 import { credentialKind, type CredentialKind, type OperatorActor, type VisitorActor } from '../server/auth/actor.js';
 import { AppError } from '../server/errors.js';
 import { requestIdFrom } from '../routes/middleware/requestId.js';
 import { requestOrigin } from '../server/services/widget.js';
 import { authorize } from '../server/policies/index.js';
+import { redisAdapter } from './adapter.js';
 import { createBroadcaster } from './broadcast.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
 import { attachOperator } from './operator.js';
@@ -52,15 +52,7 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     serveClient: false,
   });
 
-  if (deps.redis) {
-    // Each organization's namespace gets an adapter that listens on these two clients: listeners grow with the
-    // organizations served, by design, not by leak.
-    const pubClient = deps.redis.client('socket.io-pub', 'publisher');
-    const subClient = deps.redis.client('socket.io-sub', 'subscriber');
-    pubClient.setMaxListeners(0);
-    subClient.setMaxListeners(0);
-    io.adapter(createAdapter(pubClient, subClient));
-  }
+  if (deps.redis) io.adapter(redisAdapter(deps.redis, config.redisAdapter, logger));
 
   // Namespaces are made on demand, and only for organizations that exist.
   const orgs = io.of(async (name, _auth, next) => {

@@ -34,6 +34,7 @@ export async function startTestServer(overrides: Record<string, string | undefin
     DATA_DIR: dataDir,
     DATABASE_URL: process.env.DATABASE_URL,
     REDIS_URL: process.env.REDIS_URL,
+    REDIS_ADAPTER: process.env.REDIS_ADAPTER,
     BCRYPT_COST: '4',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     TRUST_PROXY: 'true',

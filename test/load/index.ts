@@ -4,10 +4,10 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { machineInfo } from './lib/machine.js';
 import { parseOptions, USAGE, type Options } from './lib/options.js';
-import { childNodeFlags, pinSelf } from './lib/proc.js';
+import { childNodeFlags, pinSelf, tasksetAvailable } from './lib/proc.js';
 import { formatTable, writeReport, type ScenarioResult } from './lib/report.js';
 import { cpuTimes, stealBetween } from './lib/stats.js';
-import { GENERATOR_CORE, removeTemplate, SERVER_CORE, type RunContext, type Scenario } from './lib/servers.js';
+import { removeTemplate, type RunContext, type Scenario } from './lib/servers.js';
 import { analytics } from './scenarios/analytics.js';
 import { channels } from './scenarios/channels.js';
 import { chat } from './scenarios/chat.js';
@@ -51,14 +51,23 @@ if (options.scenarios.some((s) => s === 'connections' || s === 'chat' || s === '
 
 if (options.profile) childNodeFlags.push('--cpu-prof', `--cpu-prof-dir=${path.join(options.reportDir, 'profiles')}`);
 
-// Servers on core 0, this generator on core 1, so neither steals the other's CPU.
-const pinned = options.pin && machine.cpus >= 2 && pinSelf(GENERATOR_CORE);
-const ctx: RunContext = { options, runId: `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`, serverCore: pinned ? SERVER_CORE : null, log };
+// Servers on their cores (BENCH_SERVER_CORES, default core 0), this generator on every other core, so neither steals
+// the other's CPU. Listing every core pins the servers apart from each other and leaves the generator among them.
+const serverCores = options.serverCores ?? [0];
+const outside = serverCores.filter((c) => c >= machine.cpus);
+if (options.pin && outside.length) {
+  log(`bench: BENCH_SERVER_CORES names core(s) ${outside.join(', ')}, but this machine has cores 0-${machine.cpus - 1}`);
+  process.exit(2);
+}
+const generatorCores = Array.from({ length: machine.cpus }, (_, c) => c).filter((c) => !serverCores.includes(c));
+const pinning = options.pin && machine.cpus >= 2 && tasksetAvailable();
+const generatorPinned = pinning && pinSelf(generatorCores);
+const ctx: RunContext = { options, runId: `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`, serverCores: pinning ? serverCores : null, log };
 
 log(`machine: ${machine.cpus} x ${machine.model}, node ${machine.node}, ${machine.memoryGb} GB, open files ${machine.fileDescriptorLimit}`);
 log(
-  pinned
-    ? `pinning: servers on core ${SERVER_CORE}, generator on core ${GENERATOR_CORE} (taskset); PostgreSQL and Redis are not pinned`
+  pinning
+    ? `pinning: servers on core${serverCores.length > 1 ? `s ${serverCores.join(',')} (instance i on the i-th)` : ` ${serverCores[0]}`}, generator ${generatorPinned ? `on core(s) ${generatorCores.join(',')}` : 'unpinned (no core left for it)'} (taskset); PostgreSQL and Redis are not pinned`
     : `pinning: off (${!options.pin ? '--no-pin' : machine.cpus < 2 ? 'one CPU' : 'taskset unavailable'}): servers and generator share the CPUs`,
 );
 log(`database: ${options.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : 'embedded PGlite'}; Redis: ${options.redisUrl ? 'REDIS_URL' : 'none'}${options.quick ? '; --quick: smoke sizes, the figures mean nothing' : ''}`);
@@ -99,7 +108,7 @@ const file = writeReport(options.reportDir, {
   seconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
   machine,
   cpuSteal: steal,
-  pinning: pinned ? { servers: SERVER_CORE, generator: GENERATOR_CORE } : null,
+  pinning: pinning ? { servers: serverCores, generator: generatorPinned ? generatorCores : null } : null,
   database: options.databaseUrl ? 'postgres' : 'embedded',
   redis: !!options.redisUrl,
   options: { ...options, databaseUrl: options.databaseUrl ? '(set)' : null, redisUrl: options.redisUrl ? '(set)' : null },

@@ -5,7 +5,7 @@ import { createServer } from '../../server/server.js';
 import { serveChild } from './lib/proc.js';
 import { seedCrm, type CrmSeedRequest } from './lib/crm-seed.js';
 import { explainSummary, seedAnalytics, timeConversationScan, type AnalyticsSeedRequest } from './lib/analytics-seed.js';
-import { cleanup, countMessages, seed, type SeedRequest } from './lib/seed.js';
+import { cleanup, countMessages, seed, seedTenants, type SeedRequest, type TenantsRequest } from './lib/seed.js';
 
 const config = loadConfig(process.env);
 const server = createServer(config);
@@ -18,6 +18,14 @@ serveChild(
     seed: (req: SeedRequest) => {
       runIds.add(req.runId);
       return seed(server, req);
+    },
+    seedTenants: (req: TenantsRequest) => {
+      runIds.add(req.runId);
+      return seedTenants(server, req);
+    },
+    // Rows seeded through another instance of the run, removed by this one's cleanup.
+    adopt: ({ runId }: { runId: string }) => {
+      runIds.add(runId);
     },
     // Contacts and tickets of an organization `seed` made (its runId is already recorded for cleanup).
     seedCrm: (req: CrmSeedRequest) => seedCrm(server, req),

@@ -1,10 +1,11 @@
 // Baseline: a bare Socket.IO room relay with the app's engine options, namespaces and event shapes, but no
 // authentication and no database. Agents (auth.role "agent") join "agents"; a visitor's send_message is announced
-// to the agents and to the visitor's room and acknowledged. With REDIS_URL the Redis adapter carries emits.
+// to the agents and to the visitor's room and acknowledged. With REDIS_URL the Redis adapter carries emits
+// (REDIS_ADAPTER: classic, or sharded as the app can run it).
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAdapter } from '@socket.io/redis-adapter';
+import { createAdapter, createShardedAdapter } from '@socket.io/redis-adapter';
 import { Redis } from 'ioredis';
 import { Server } from 'socket.io';
 import { serveChild } from '../lib/proc.js';
@@ -18,7 +19,7 @@ if (process.env.REDIS_URL) {
   pub = new Redis(process.env.REDIS_URL);
   sub = pub.duplicate();
   // Its own channel prefix: never mixes with an app instance on the same Redis.
-  io.adapter(createAdapter(pub, sub, { key: 'bench-relay' }));
+  io.adapter(process.env.REDIS_ADAPTER === 'sharded' ? createShardedAdapter(pub, sub, { channelPrefix: 'bench-relay', subscriptionMode: 'dynamic' }) : createAdapter(pub, sub, { key: 'bench-relay' }));
 }
 
 let seq = 0;

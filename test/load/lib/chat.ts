@@ -16,6 +16,11 @@ export interface ChatTarget {
   countStored: (() => Promise<number>) | null;
   /** Whether the target authenticates (a forged token must be refused). */
   authenticates: boolean;
+  /**
+   * Instances to spread the clients over, instead of visitorUrl and agentUrl: an organization's agents alternate
+   * over them, and so do its visitors, so each instance takes its share of the sends and of the deliveries.
+   */
+  spread?: string[];
 }
 
 export interface ChatSettings {
@@ -82,8 +87,11 @@ export async function runChat(target: ChatTarget, orgs: SeedOrg[], s: ChatSettin
   const agentsPerOrg = orgs.map((o) => o.agents.length);
   const agents: EioClient[] = [];
   const senders: Sender[] = [];
-  orgs.forEach((org, o) => {
-    for (const a of org.agents) agents.push(new EioClient(target.agentUrl, org.id, { token: a.token, role: 'agent' }));
+  const spreadOver = target.spread?.length ? target.spread : null;
+  const agentUrl = (k: number) => (spreadOver ? spreadOver[k % spreadOver.length]! : target.agentUrl);
+  const visitorUrl = (k: number) => (spreadOver ? spreadOver[k % spreadOver.length]! : target.visitorUrl);
+  orgs.forEach((org) => {
+    org.agents.forEach((a, k) => agents.push(new EioClient(agentUrl(k), org.id, { token: a.token, role: 'agent' })));
   });
   // Visitors interleaved across organizations, so any window of sends spreads over all of them.
   const maxVisitors = Math.max(0, ...orgs.map((o) => o.visitors.length));
@@ -91,7 +99,7 @@ export async function runChat(target: ChatTarget, orgs: SeedOrg[], s: ChatSettin
     orgs.forEach((org, o) => {
       const visitor = org.visitors[v];
       if (!visitor?.conversationId) return;
-      senders.push({ client: new EioClient(target.visitorUrl, org.id, { token: visitor.token, role: 'visitor', sessionId: visitor.sessionId }), orgIndex: o, conversationId: visitor.conversationId });
+      senders.push({ client: new EioClient(visitorUrl(v), org.id, { token: visitor.token, role: 'visitor', sessionId: visitor.sessionId }), orgIndex: o, conversationId: visitor.conversationId });
     });
   }
 

@@ -3,6 +3,9 @@ import path from 'node:path';
 import { DEFAULT_LIMITS, type GeneratorLimits } from './stats.js';
 import { LOAD_DIR } from './proc.js';
 
+export const REDIS_ADAPTERS = ['sharded', 'classic'] as const;
+export type RedisAdapterKind = (typeof REDIS_ADAPTERS)[number];
+
 export const SCENARIOS = ['connections', 'chat', 'cluster', 'rest', 'ingest', 'crm', 'analytics', 'webhooks', 'knowledge', 'channels'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -12,6 +15,12 @@ export interface Options {
   visitors: number;
   agents: number;
   orgs: number;
+  /** Chat: agents per organization (each message's fan-out), one knee search per value. */
+  fanouts: number[];
+  /** Cluster: organizations holding sockets on both instances (the chat runs in --orgs of them), one search per value. */
+  tenants: number[];
+  /** Cluster: the Socket.IO Redis adapters compared (REDIS_ADAPTER of the app instances), one search per value. */
+  adapters: RedisAdapterKind[];
   /** Chat send rates (messages per second over all visitors), stepped up until the knee. */
   rates: number[];
   /** Seconds per chat step and per HTTP measure. */
@@ -38,6 +47,8 @@ export interface Options {
   chatWebhooks: number;
   limits: GeneratorLimits;
   pin: boolean;
+  /** BENCH_SERVER_CORES: cores for the servers (instance i on the i-th); null: core 0. */
+  serverCores: number[] | null;
   /** Write a V8 CPU profile of every server process into <reportDir>/profiles. */
   profile: boolean;
   reportDir: string;
@@ -52,6 +63,12 @@ export const USAGE = `npm run bench -- [flags]
   --visitors=N         widget visitors (default 10000)
   --agents=N           agents, spread over the organizations (default 100)
   --orgs=N             organizations (default 10)
+  --fanouts=a,b,c      chat: agents per organization, one knee search each (default 2,5,10; --quick: 2); the chat
+                       scenario seeds --orgs x the largest, --agents applies to the other scenarios
+  --tenants=a,b        cluster: organizations holding sockets on both instances, one knee search each; the chat
+                       traffic runs in --orgs of them, the rest each hold one idle visitor per instance (default 10,10000; --quick: 3,30)
+  --adapters=a,b       cluster: Socket.IO Redis adapters compared, sharded and/or classic; the first also serves the
+                       one-instance run and the relays (default sharded,classic; --quick: sharded)
   --rates=a,b,c        chat send rates in messages/s, stepped up to the knee (default 100,200,400,800,1600,2400,3200,4800,6400)
   --duration=S         seconds per chat step and per HTTP measure (default 5)
   --drain=S            seconds a chat step waits for late deliveries (default 3)
@@ -70,6 +87,9 @@ export const USAGE = `npm run bench -- [flags]
   --profile            write a CPU profile (.cpuprofile) of every server process to <report-dir>/profiles
   --no-pin             do not pin servers (core 0) and generator (core 1) with taskset
   --report-dir=DIR     where the JSON report goes (default test/load/reports)
+
+BENCH_SERVER_CORES=0,1  cores for the server processes, instance i of a scenario on the i-th (taskset); the
+                     generator takes every core not listed (default: servers on 0, generator on 1)
 
 DATABASE_URL (PostgreSQL) enables the cluster scenario (with REDIS_URL) and puts the app on PostgreSQL.`;
 
@@ -99,6 +119,9 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     visitors: quick ? 60 : 10_000,
     agents: quick ? 6 : 100,
     orgs: quick ? 3 : 10,
+    fanouts: quick ? [2] : [2, 5, 10],
+    tenants: quick ? [3, 30] : [10, 10_000],
+    adapters: quick ? [REDIS_ADAPTERS[0]] : [...REDIS_ADAPTERS],
     rates: quick ? [20, 40] : [100, 200, 400, 800, 1600, 2400, 3200, 4800, 6400],
     duration: quick ? 2 : 5,
     drain: quick ? 2 : 3,
@@ -115,6 +138,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     chatWebhooks: 1,
     limits: { ...DEFAULT_LIMITS },
     pin: true,
+    serverCores: null,
     profile: false,
     reportDir: path.join(LOAD_DIR, 'reports'),
     databaseUrl: env.DATABASE_URL?.trim() || null,
@@ -133,6 +157,14 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       case 'visitors': o.visitors = int(name, value, 0); break;
       case 'agents': o.agents = int(name, value, 1); break;
       case 'orgs': o.orgs = int(name, value, 1); break;
+      case 'fanouts': o.fanouts = [...new Set(value.split(',').map((r) => int(name, r, 1)))].sort((a, b) => a - b); break;
+      case 'tenants': o.tenants = [...new Set(value.split(',').map((r) => int(name, r, 1)))].sort((a, b) => a - b); break;
+      case 'adapters': {
+        const names = value.split(',').map((s) => s.trim()).filter(Boolean);
+        for (const n of names) if (!(REDIS_ADAPTERS as readonly string[]).includes(n)) throw new Error(`unknown adapter "${n}" (one of ${REDIS_ADAPTERS.join(', ')})`);
+        o.adapters = [...new Set(names)] as RedisAdapterKind[];
+        break;
+      }
       case 'rates': o.rates = value.split(',').map((r) => num(name, r)).sort((a, b) => a - b); break;
       case 'duration': o.duration = num(name, value); break;
       case 'drain': o.drain = num(name, value); break;
@@ -155,7 +187,10 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
         throw new Error(`unknown flag --${name} (see --help)`);
     }
   }
+  const cores = env.BENCH_SERVER_CORES?.trim();
+  if (cores) o.serverCores = cores.split(',').map((c) => int('BENCH_SERVER_CORES (environment)', c.trim(), 0));
   if (o.batch > 500) throw new Error('--batch must be at most 500 (the route accepts 1..500 events)');
+  if (!o.fanouts.length || !o.tenants.length || !o.adapters.length) throw new Error('--fanouts, --tenants and --adapters need at least one value');
   if (o.orgs > o.agents) throw new Error('--orgs must not exceed --agents (every organization needs an agent to receive)');
   return o;
 }

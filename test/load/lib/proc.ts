@@ -16,10 +16,10 @@ export function tasksetAvailable(): boolean {
   return tasksetChecked;
 }
 
-/** Pins every thread of this process to `core`; returns false when it could not. */
-export function pinSelf(core: number): boolean {
-  if (!tasksetAvailable()) return false;
-  return spawnSync('taskset', ['-a', '-cp', String(core), String(process.pid)], { stdio: 'ignore' }).status === 0;
+/** Pins every thread of this process to `cores`; returns false when it could not. */
+export function pinSelf(cores: number[]): boolean {
+  if (!tasksetAvailable() || !cores.length) return false;
+  return spawnSync('taskset', ['-a', '-cp', cores.join(','), String(process.pid)], { stdio: 'ignore' }).status === 0;
 }
 
 /** Extra node flags for every server child (--profile adds --cpu-prof). */

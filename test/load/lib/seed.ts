@@ -182,6 +182,49 @@ export async function seed(server: AppServer, req: SeedRequest): Promise<SeedRes
   return { orgs, historyConversationId, replyConversationIds, login, seconds: (performance.now() - started) / 1000 };
 }
 
+export interface TenantsRequest {
+  runId: string;
+  /** Organizations to make, each with its widget and one visitor. */
+  count: number;
+}
+
+export interface SeedTenant {
+  id: string;
+  visitor: { sessionId: string; token: string };
+}
+
+/**
+ * Many small organizations in a few statements (the cluster's tenants): each has a widget and one visitor, whose
+ * socket is all it takes for an instance to serve the organization's namespace.
+ */
+export async function seedTenants(server: AppServer, req: TenantsRequest): Promise<{ tenants: SeedTenant[]; seconds: number }> {
+  const started = performance.now();
+  const tokens = new TokenService(server.config);
+  const orgRows = await insertChunked(
+    server,
+    'organizations',
+    Array.from({ length: req.count }, (_, i) => ({ name: `Tenant ${i}`, slug: `bench-${req.runId}-t${i}`, plan: 'enterprise', settings: JSON.stringify({}) })),
+    ['id'],
+  );
+  const widgets = await insertChunked(
+    server,
+    'widgets',
+    orgRows.map((o, i) => ({ organization_id: o.id, public_key: `pk_bench_${req.runId}_${i}`, display_name: `Tenant ${i}`, allowed_origins: JSON.stringify([]) })),
+    ['id', 'organization_id'],
+  );
+  const sessions = await insertChunked(
+    server,
+    'visitor_sessions',
+    widgets.map((w, i) => ({ organization_id: w.organizationId, widget_id: w.id, name: `Visitor of tenant ${i}` })),
+    ['id', 'organization_id', 'widget_id'],
+  );
+  const tenants = sessions.map((v) => ({
+    id: v.organizationId!,
+    visitor: { sessionId: v.id!, token: tokens.signWidget({ orgId: v.organizationId!, widgetId: v.widgetId!, sessionId: v.id! }).token },
+  }));
+  return { tenants, seconds: (performance.now() - started) / 1000 };
+}
+
 /** Messages stored so far in the given organizations. */
 export async function countMessages(server: AppServer, orgIds: string[]): Promise<number> {
   const row = await server.db.knex('messages').whereIn('organization_id', orgIds).count<{ count: string }[]>({ count: '*' }).first();

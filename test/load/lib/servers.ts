@@ -1,27 +1,27 @@
 // Starting the servers under test: the app (test/load/serve.ts), the bare Socket.IO relay and the bare HTTP+DB
-// handler, each a child process pinned to the server core; the generator pins itself to the other one.
+// handler, each a child process pinned to a server core (BENCH_SERVER_CORES; instance i of a scenario on the i-th
+// listed core); the generator pins itself to the cores left.
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Options, ScenarioName } from './options.js';
+import type { Options, RedisAdapterKind, ScenarioName } from './options.js';
 import type { Row } from './report.js';
 import { spawnChild, type Child } from './proc.js';
 
-export const SERVER_CORE = 0;
-export const GENERATOR_CORE = 1;
 export const AI_SECRET = 'bench-ai-tool-secret-0123456789abcdef';
 
 export interface RunContext {
   options: Options;
   /** Prefix of this run's rows on a shared database. */
   runId: string;
-  /** Core the servers are pinned to, or null when not pinning. */
-  serverCore: number | null;
+  /** Cores the servers are pinned to (instance i on the i-th, round robin), or null when not pinning. */
+  serverCores: number[] | null;
   log: (line: string) => void;
-  /** Knees the chat scenario found in this run (one instance), for the cluster's per-instance comparison. */
-  singleInstanceKnees?: { app: number | null; baseline: number | null };
 }
+
+/** The core of a scenario's `instance`-th server (0: the first listed), or null when not pinning. */
+export const coreOf = (ctx: RunContext, instance = 0): number | null => (ctx.serverCores ? ctx.serverCores[instance % ctx.serverCores.length]! : null);
 
 const BENCH_SECRETS = {
   JWT_ACCESS_SECRET: `bench-access-${randomBytes(24).toString('hex')}`,
@@ -45,6 +45,10 @@ export interface AppSettings {
   redis: boolean;
   /** Reuse an embedded directory (rare; every scenario starts fresh by default). */
   dataDir?: string;
+  /** Which server of the scenario this is (0, 1, ...): picks its core from BENCH_SERVER_CORES. */
+  instance?: number;
+  /** REDIS_ADAPTER of the instance (with `redis`); unset: the app's default. */
+  adapter?: RedisAdapterKind;
 }
 
 let template: Promise<string> | null = null;
@@ -57,7 +61,7 @@ async function embeddedDir(ctx: RunContext): Promise<string> {
   template ??= (async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'support-bench-template-'));
     ctx.log('  (creating the embedded database template: initdb and migrations, once per run)');
-    const child = await spawnChild('template', 'serve.ts', appEnv(ctx, dir, false, false), ctx.serverCore);
+    const child = await spawnChild('template', 'serve.ts', appEnv(ctx, dir, false, false), coreOf(ctx));
     await child.stop();
     return dir;
   })();
@@ -110,7 +114,8 @@ export async function startApp(ctx: RunContext, name: string, settings: AppSetti
   const dataDir = postgres ? null : (settings.dataDir ?? (await embeddedDir(ctx)));
   // On PostgreSQL DATA_DIR holds nothing (the secrets are given); it still has to be a directory of its own.
   const env = appEnv(ctx, dataDir ?? mkdtempSync(path.join(tmpdir(), 'support-bench-unused-')), postgres, settings.redis);
-  const child = await spawnChild(name, 'serve.ts', env, ctx.serverCore);
+  if (settings.adapter) env.REDIS_ADAPTER = settings.adapter;
+  const child = await spawnChild(name, 'serve.ts', env, coreOf(ctx, settings.instance));
   return {
     child,
     url: `http://127.0.0.1:${child.port}`,
@@ -123,9 +128,9 @@ export async function startApp(ctx: RunContext, name: string, settings: AppSetti
   };
 }
 
-/** The bare Socket.IO relay (no auth, no database), with the Redis adapter when `redis`. */
-export async function startRelay(ctx: RunContext, name: string, redis: boolean): Promise<{ child: Child; url: string }> {
-  const child = await spawnChild(name, 'baselines/relay.ts', { REDIS_URL: redis ? (ctx.options.redisUrl ?? '') : '' }, ctx.serverCore);
+/** The bare Socket.IO relay (no auth, no database), with the Redis adapter when `redis` (`adapter`: which one). */
+export async function startRelay(ctx: RunContext, name: string, redis: boolean, instance = 0, adapter: RedisAdapterKind = 'classic'): Promise<{ child: Child; url: string }> {
+  const child = await spawnChild(name, 'baselines/relay.ts', { REDIS_URL: redis ? (ctx.options.redisUrl ?? '') : '', REDIS_ADAPTER: adapter }, coreOf(ctx, instance));
   return { child, url: `http://127.0.0.1:${child.port}` };
 }
 
@@ -136,7 +141,7 @@ export async function startHttpDb(ctx: RunContext, dataDir: string | null): Prom
     PGLITE_DIR: dataDir ? path.join(dataDir, 'pgdata') : '',
     BENCH_LOGIN_COST: String(ctx.options.loginCost),
   };
-  const child = await spawnChild('http-db baseline', 'baselines/http-db.ts', env, ctx.serverCore);
+  const child = await spawnChild('http-db baseline', 'baselines/http-db.ts', env, coreOf(ctx));
   return { child, url: `http://127.0.0.1:${child.port}`, database: dataDir ? 'PGlite' : 'PostgreSQL (pg)' };
 }
 

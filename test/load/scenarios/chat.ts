@@ -1,13 +1,15 @@
 // chat: one app instance; visitors send on a fixed schedule, every agent of the organization must receive each
 // message; rates step up to the knee. Baseline: the bare Socket.IO room relay (no database, no auth), same clients.
+// The search runs once per fan-out (--fanouts, agents per organization: 2, 5, 10), all on one seeding: the orgs get
+// the largest fan-out's agents and a smaller fan-out connects only the first few of each.
 // With --chat-webhooks=N (default 1) the same app instance then subscribes N webhooks per organization to
-// message.created (a local receiver) and the knee is found again: the message path's cost of the outbox and of the
-// deliveries running beside it, measured in the same run.
+// message.created (a local receiver) and the knee is found again at the largest fan-out: the message path's cost of
+// the outbox and of the deliveries running beside it, measured in the same run.
 import { finalSteps, runChat, type ChatRun, type ChatSettings, type StepResult } from '../lib/chat.js';
 import { invalidOf, row, type Row } from '../lib/report.js';
 import { requestJson } from '../lib/http-load.js';
 import { startReceiver, type Receiver } from '../lib/receiver.js';
-import type { SeedResult } from '../lib/seed.js';
+import type { SeedOrg, SeedResult } from '../lib/seed.js';
 import { startApp, startRelay, type RunContext, type Scenario, type ScenarioOutput } from '../lib/servers.js';
 
 export function chatSettings(ctx: RunContext): ChatSettings {
@@ -15,13 +17,19 @@ export function chatSettings(ctx: RunContext): ChatSettings {
   return { rates: o.rates, duration: o.duration, drain: o.drain, concurrency: o.concurrency, p99TargetMs: o.p99TargetMs, limits: o.limits, log: ctx.log };
 }
 
-const kneeText = (run: ChatRun, rates: number[]): number | string => {
+export const kneeText = (run: ChatRun, rates: number[]): number | string => {
   if (run.knee === null) return run.generatorBound ? 'INVALID' : `< ${rates[0]}`;
   if (run.knee === rates[rates.length - 1] && finalSteps(run.steps).every((s) => s.verdict === 'pass')) return `>= ${run.knee}`;
   return run.knee;
 };
 
-const cpuText = (s: StepResult) => s.serverCpu.map((c) => `${Math.round(c * 100)}%`).join('+');
+export const cpuText = (s: StepResult) => s.serverCpu.map((c) => `${Math.round(c * 100)}%`).join('+');
+
+/** The seeded organizations with only their first `fanout` agents: each message then reaches `fanout` agents. */
+export const withFanout = (orgs: SeedOrg[], fanout: number): SeedOrg[] => orgs.map((org) => ({ ...org, agents: org.agents.slice(0, fanout) }));
+
+/** Rows with `label` before each metric (several searches in one table). */
+export const labelled = (label: string, rows: Row[]): Row[] => rows.map((r) => ({ ...r, metric: `${label}: ${r.metric}` }));
 
 /** Table rows shared by chat and cluster: the knees and, at each rate the app measured, app vs baseline. */
 export function chatRows(app: ChatRun, base: ChatRun, ctx: RunContext): Row[] {
@@ -75,22 +83,37 @@ export function chatRows(app: ChatRun, base: ChatRun, ctx: RunContext): Row[] {
 
 export const chat: Scenario = {
   name: 'chat',
-  summary: 'visitors send on a fixed schedule, agents receive; knee vs a bare Socket.IO room relay',
+  summary: 'visitors send on a fixed schedule, agents receive, at each fan-out; knee vs a bare Socket.IO room relay',
   skip: (ctx) => (ctx.options.visitors === 0 ? '--visitors=0: nobody sends' : null),
   async run(ctx): Promise<ScenarioOutput> {
     const o = ctx.options;
+    const fanouts = o.fanouts;
+    const widest = fanouts[fanouts.length - 1]!;
     const app = await startApp(ctx, 'app', { postgres: true, redis: false });
     let seeded: SeedResult;
-    let appRun: ChatRun;
+    const appRuns = new Map<number, ChatRun>();
+    const baseRuns = new Map<number, ChatRun>();
     let hooked: ChatRun | null = null;
     let receiver: Receiver | null = null;
     let received = 0;
     try {
-      seeded = await app.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: o.orgs, agents: o.agents, visitors: o.visitors, conversations: true });
-      ctx.log(`  seeded ${o.orgs} orgs, ${o.agents} agents, ${o.visitors} visitors with a conversation each in ${seeded.seconds.toFixed(1)} s`);
+      seeded = await app.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: o.orgs, agents: o.orgs * widest, visitors: o.visitors, conversations: true });
+      ctx.log(`  seeded ${o.orgs} orgs, ${widest} agents each, ${o.visitors} visitors with a conversation each in ${seeded.seconds.toFixed(1)} s`);
       const orgIds = seeded.orgs.map((x) => x.id);
       const target = { label: 'app', visitorUrl: app.url, agentUrl: app.url, servers: [app.child], countStored: () => app.child.call<number>('countMessages', { orgIds }), authenticates: true };
-      appRun = await runChat(target, seeded.orgs, chatSettings(ctx));
+      // The relay waits beside the app (each idle while the other is measured), so every fan-out's app and baseline
+      // are measured one right after the other: a busy spell of a shared machine then hits a pair, not one side.
+      const relay = await startRelay(ctx, 'relay baseline', false);
+      try {
+        for (const fanout of fanouts) {
+          ctx.log(`  fan-out ${fanout}: ${fanout} agents per organization`);
+          const orgs = withFanout(seeded.orgs, fanout);
+          appRuns.set(fanout, await runChat({ ...target, label: `app, fan-out ${fanout}` }, orgs, chatSettings(ctx)));
+          baseRuns.set(fanout, await runChat({ label: `baseline, fan-out ${fanout}`, visitorUrl: relay.url, agentUrl: relay.url, servers: [relay.child], countStored: null, authenticates: false }, orgs, chatSettings(ctx)));
+        }
+      } finally {
+        await relay.child.stop();
+      }
       if (o.chatWebhooks > 0) {
         receiver = await startReceiver();
         for (const org of seeded.orgs) {
@@ -101,8 +124,8 @@ export const chat: Scenario = {
             if (res.status !== 201) throw new Error(`creating a webhook answered ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
           }
         }
-        ctx.log(`  again with ${o.chatWebhooks} message.created webhook(s) per organization (receiver in the generator process)`);
-        hooked = await runChat({ ...target, label: 'app + webhooks' }, seeded.orgs, chatSettings(ctx));
+        ctx.log(`  again at fan-out ${widest} with ${o.chatWebhooks} message.created webhook(s) per organization (receiver in the generator process)`);
+        hooked = await runChat({ ...target, label: `app + webhooks, fan-out ${widest}` }, withFanout(seeded.orgs, widest), chatSettings(ctx));
         received = receiver.count();
       }
     } finally {
@@ -113,18 +136,15 @@ export const chat: Scenario = {
       await app.stop();
       await receiver?.close();
     }
-    const relay = await startRelay(ctx, 'relay baseline', false);
-    let baseRun: ChatRun;
-    try {
-      baseRun = await runChat({ label: 'baseline', visitorUrl: relay.url, agentUrl: relay.url, servers: [relay.child], countStored: null, authenticates: false }, seeded.orgs, chatSettings(ctx));
-    } finally {
-      await relay.child.stop();
+    const rows: Row[] = [];
+    const details: Record<string, unknown> = { database: app.dataDir ? 'embedded (PGlite)' : 'PostgreSQL', serverLog: app.child.log };
+    for (const fanout of fanouts) {
+      const chatOut = chatRows(appRuns.get(fanout)!, baseRuns.get(fanout)!, ctx);
+      rows.push(...(fanouts.length > 1 ? labelled(`fan-out ${fanout}`, chatOut) : chatOut));
+      details[`fanout${fanout}`] = { app: appRuns.get(fanout), baseline: baseRuns.get(fanout) };
     }
-    // A knee that ended on a generator-bound step is only a lower bound: not a reference for the cluster.
-    ctx.singleInstanceKnees = { app: appRun.generatorBound ? null : appRun.knee, baseline: baseRun.generatorBound ? null : baseRun.knee };
-    const rows = chatRows(appRun, baseRun, ctx);
-    if (hooked) rows.push(webhookKneeRow(hooked, appRun, ctx, received));
-    return { rows, details: { database: app.dataDir ? 'embedded (PGlite)' : 'PostgreSQL', app: appRun, appWithWebhooks: hooked, webhookDeliveriesReceived: received, baseline: baseRun, serverLog: app.child.log } };
+    if (hooked) rows.push(webhookKneeRow(hooked, appRuns.get(widest)!, ctx, received));
+    return { rows, details: { ...details, appWithWebhooks: hooked, webhookDeliveriesReceived: received } };
   },
 };
 
@@ -134,7 +154,7 @@ function webhookKneeRow(hooked: ChatRun, plain: ChatRun, ctx: RunContext, receiv
   const withText = kneeText(hooked, rates);
   const withoutText = kneeText(plain, rates);
   const at = finalSteps(hooked.steps).find((s) => s.rate === hooked.knee);
-  const r = row(`knee with ${ctx.options.chatWebhooks} message.created webhook(s) per org`, 'msg/s', withText, withoutText, {
+  const r = row(`knee with ${ctx.options.chatWebhooks} message.created webhook(s) per org, fan-out ${ctx.options.fanouts[ctx.options.fanouts.length - 1]}`, 'msg/s', withText, withoutText, {
     note: `baseline: the app's knee without webhooks (same instance, measured just before); ${received} deliveries received during the run${at ? `; p99 ${at.latency.p99} ms, server CPU ${cpuText(at)} at ${at.rate}/s` : ''}; app+webhooks: ${hooked.ended}`,
     invalid: invalidOf(hooked.generatorBound ? 'the search ended on a generator-bound step' : null, null),
   });
