@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { Forbidden, ValidationFailed } from '../../errors.js';
 import { isUuid } from '../../validation.js';
 import { AnalyticsQueries, type AgentFigures, type AgentSort, type DayFigures, type Filters, type SummaryFigures } from './queries.js';
-import { AggregateQueries, wholeHours } from './aggregates.js';
+import { AggregateQueries, cover, wholeHours } from './aggregates.js';
 import { resolveRange, wholeHourZone, type AnalyticsRange, type RangeQuery } from './range.js';
 import { MessageRollup } from './rollup.js';
 
@@ -126,8 +126,9 @@ export class AnalyticsService {
    * hour, and more conversations than are cheap to sort exactly.
    */
   private async aggregated(trx: Knex.Transaction, q: AnalyticsQueries, ids: string[], range: AnalyticsRange, f: Filters) {
-    const whole = wholeHours(range);
-    if (!whole || f.channel || f.agentId) return null;
+    const hours = wholeHours(range);
+    if (!hours || f.channel || f.agentId) return null;
+    const whole = cover(hours);
     const aggregates = new AggregateQueries(trx, q);
     if ((await aggregates.rowsIn(ids, whole)) <= this.exactRows) return null;
     return { aggregates, whole };
