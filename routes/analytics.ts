@@ -43,7 +43,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
         const result = await s.analytics.agents(orgId, rest, { sort, limit, offset });
         return {
           message: 'Agent analytics',
-          data: { range: { from: iso(result.range.from), to: iso(result.range.to), timezone: result.range.timezone }, generatedAt: iso(result.generatedAt), agents: result.figures.rows.map(presentAgentRow) },
+          data: { range: { from: iso(result.range.from), to: iso(result.range.to), timezone: result.range.timezone }, generatedAt: iso(result.generatedAt), percentiles: result.percentiles, agents: result.figures.rows.map(presentAgentRow) },
           pagination: { limit, offset, total: result.figures.total },
         };
       },

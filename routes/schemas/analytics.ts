@@ -72,7 +72,7 @@ const agentFields = {
   medianResolution: seconds('Median resolution time of the conversations assigned to this agent'),
 } as const;
 export const AgentRowView = object(agentFields);
-export const AgentsView = object({ range: RangeView, generatedAt, agents: { type: 'array', items: AgentRowView } });
+export const AgentsView = object({ range: RangeView, generatedAt, percentiles, agents: { type: 'array', items: AgentRowView } });
 export const AgentStatsView = object({ range: RangeView, generatedAt, percentiles, ...agentFields });
 export const agentsQuery = {
   ...analyticsQuery,

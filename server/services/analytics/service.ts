@@ -5,6 +5,7 @@ import { Forbidden, ValidationFailed } from '../../errors.js';
 import { isUuid } from '../../validation.js';
 import { AnalyticsQueries, type AgentFigures, type AgentSort, type DayFigures, type Filters, type SummaryFigures } from './queries.js';
 import { AggregateQueries, cover, wholeHours } from './aggregates.js';
+import { agentsFromTotals, wholeDays } from './agentTotals.js';
 import { resolveRange, wholeHourZone, type AnalyticsRange, type RangeQuery } from './range.js';
 import { MessageRollup } from './rollup.js';
 
@@ -63,7 +64,7 @@ export class AnalyticsService {
 
   async agents(orgId: string, query: AnalyticsQuery, page: { sort: AgentSort; limit: number; offset: number }): Promise<Computed<{ rows: AgentFigures[]; total: number }>> {
     const { range, filters } = await this.prepare([orgId], query);
-    return this.cached(['agents', orgId, range, filters, page], async () => ({ range, generatedAt: new Date(), percentiles: 'exact' as const, figures: await this.sql((q) => q.agents(orgId, range, filters, page)) }));
+    return this.cached(['agents', orgId, range, filters, page], async () => ({ range, generatedAt: new Date(), ...(await this.agentsOf(orgId, range, filters, page)) }));
   }
 
   /** The caller's own row (zeros when nothing was assigned to them in the range). */
@@ -103,6 +104,20 @@ export class AnalyticsService {
         percentiles: [totals!, ...each].some((a) => a!.percentiles === 'histogram') ? 'histogram' : 'exact',
         organizations: ids.map((id, i) => ({ organizationId: id, name: owned.find((o) => o.id === id)!.name, figures: each[i]!.figures })),
       };
+    });
+  }
+
+  /**
+   * From the agents' running totals when the period holds a whole UTC day, no `channel` filter (the totals hold no
+   * channel; `agentId` only picks the member) and more conversations than are cheap to sort exactly.
+   */
+  private agentsOf(orgId: string, range: AnalyticsRange, f: Filters, page: { sort: AgentSort; limit: number; offset: number }): Promise<Answer<{ rows: AgentFigures[]; total: number }>> {
+    return this.sql(async (q, trx) => {
+      const days = wholeDays(range);
+      const hours = days && !f.channel ? await this.aggregated(trx, q, [orgId], range, { channel: null, agentId: null }) : null;
+      return days && hours
+        ? { percentiles: 'histogram', figures: await agentsFromTotals(trx, orgId, range, days, f.agentId, page) }
+        : { percentiles: 'exact', figures: await q.agents(orgId, range, f, page) };
     });
   }
 
