@@ -1,6 +1,7 @@
-// Figures of long periods from the hourly aggregates: the whole hours of the period from `analytics_hourly`, its
-// partial first and last hours from the conversations and minute message counts themselves, merged. Counts, sums and
-// averages are exact; medians and p90s come from the log-scale histograms (see `fromHistogram` for the error).
+// Figures of long periods from the aggregates: the whole UTC days of the period from `analytics_daily`, the whole
+// hours around them from `analytics_hourly`, its partial first and last hours from the conversations and minute
+// message counts themselves, merged. Counts, sums, averages and open counts are exact; medians and p90s come from the
+// log-scale histograms (see `fromHistogram` for the error).
 import type { Knex } from 'knex';
 import { resolvedFigures, startedFigures } from './hourly.js';
 import type { AnalyticsQueries, DayFigures, Durations, SummaryFigures } from './queries.js';

@@ -14,7 +14,7 @@ export interface AnalyticsQuery extends RangeQuery {
   agentId?: string;
 }
 
-/** How medians and p90s were computed: sorting every conversation, or from the hourly histograms (within 9.1%). */
+/** How medians and p90s were computed: sorting every conversation, or from the daily and hourly histograms (within 9.1%). */
 export type Percentiles = 'exact' | 'histogram';
 
 export interface Computed<T> {
