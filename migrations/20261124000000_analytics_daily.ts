@@ -16,14 +16,6 @@ export async function up(knex: Knex): Promise<void> {
       select array_agg(coalesce(x, 0) - coalesce(y, 0) order by i) from unnest(a, b) with ordinality u(x, y, i)
     $$`);
   await knex.raw('create aggregate analytics_hist_sum(int[]) (sfunc = analytics_hist_add, stype = int[], parallel = safe)');
-  // The p-quantile of a histogram as the aggregates' readers answer it: rank p * (n - 1) like percentile_cont, the
-  // bucket's geometric middle (see aggregates.ts fromHistogram); null when it holds nothing.
-  await knex.raw(`
-    create function analytics_quantile(hist int[], p double precision) returns double precision immutable parallel safe language sql as $$
-      select case when b = 0 then 0 else round(2 ^ ((b - 0.5) / 4)) end
-      from (select i - 1 as b, sum(c) over (order by i) as seen, sum(c) over () as n from unnest(hist) with ordinality u(c, i)) s
-      where n > 0 and seen > p * (n - 1) order by b limit 1
-    $$`);
   await knex.schema.createTable('analytics_daily', (t) => {
     t.uuid('organization_id').notNullable().references('organizations.id').onDelete('CASCADE');
     t.timestamp('day', { useTz: true }).notNullable();
@@ -49,7 +41,6 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.schema.dropTable('analytics_agent_totals');
   await knex.schema.dropTable('analytics_daily');
-  await knex.raw('drop function if exists analytics_quantile(int[], double precision)');
   await knex.raw('drop aggregate if exists analytics_hist_sum(int[])');
   await knex.raw('drop function if exists analytics_hist_sub(int[], int[])');
   await knex.raw('drop function if exists analytics_hist_add(int[], int[])');
