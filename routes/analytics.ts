@@ -10,8 +10,9 @@ const tag = 'Analytics';
 const agent = { kind: 'org', role: 'agent', orgFrom: 'token' } as const;
 const definitions =
   'Durations are seconds, on the calendar clock (no business hours). Figures are computed in SQL over timestamps stored when things happened; ' +
-  'message counts come from a per-minute rollup. Summary and trends of periods with more than 10,000 conversations (and no `channel` or `agentId` filter) read hourly aggregates kept by the rollup job: ' +
-  'counts and averages stay exact, medians and p90s come from log-scale histograms within 9.1% (`percentiles: histogram`). ' +
+  'message counts come from a per-minute rollup. Periods with more than 10,000 conversations and no `channel` filter read aggregates kept by the rollup job ' +
+  '(summary and trends: daily and hourly rows, without an `agentId` filter; the agents\' table: per-agent running totals by day): ' +
+  'counts, averages and open conversations stay exact, medians and p90s come from log-scale histograms within 9.1% (`percentiles: histogram`). ' +
   'Answers are cached up to 60 s per organization and query; `generatedAt` says when they were computed.';
 
 export function analyticsRoutes(s: RouteServices): AnyRoute[] {
@@ -43,7 +44,7 @@ export function analyticsRoutes(s: RouteServices): AnyRoute[] {
         const result = await s.analytics.agents(orgId, rest, { sort, limit, offset });
         return {
           message: 'Agent analytics',
-          data: { range: { from: iso(result.range.from), to: iso(result.range.to), timezone: result.range.timezone }, generatedAt: iso(result.generatedAt), agents: result.figures.rows.map(presentAgentRow) },
+          data: { range: { from: iso(result.range.from), to: iso(result.range.to), timezone: result.range.timezone }, generatedAt: iso(result.generatedAt), percentiles: result.percentiles, agents: result.figures.rows.map(presentAgentRow) },
           pagination: { limit, offset, total: result.figures.total },
         };
       },

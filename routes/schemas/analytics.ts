@@ -16,8 +16,8 @@ export const RangeView = object({ from: { type: 'string', format: 'date-time' },
 const generatedAt = { type: 'string', format: 'date-time', description: 'When these figures were computed (answers are cached up to 60 s)' } as const;
 const percentiles = {
   type: 'string', enum: ['exact', 'histogram'],
-  description: '`exact`: medians and p90s sort every conversation measured (periods of up to 10,000 conversations, and any `channel` or `agentId` filter). ' +
-    '`histogram`: read from hourly log-scale histograms (four buckets per doubling), each the middle of its bucket: within 9.1% of the exact value ' +
+  description: '`exact`: medians and p90s sort every conversation measured (periods of up to 10,000 conversations, any `channel` filter, and summary or trends filtered by `agentId`). ' +
+    '`histogram`: read from daily and hourly (agents: daily) log-scale histograms (four buckets per doubling), each the middle of the bucket holding the sample at rank p * (n - 1): within 9.1% of that sample ' +
     '(0 for under a second). Counts, averages and open conversations are exact either way.',
 } as const;
 
@@ -72,7 +72,7 @@ const agentFields = {
   medianResolution: seconds('Median resolution time of the conversations assigned to this agent'),
 } as const;
 export const AgentRowView = object(agentFields);
-export const AgentsView = object({ range: RangeView, generatedAt, agents: { type: 'array', items: AgentRowView } });
+export const AgentsView = object({ range: RangeView, generatedAt, percentiles, agents: { type: 'array', items: AgentRowView } });
 export const AgentStatsView = object({ range: RangeView, generatedAt, percentiles, ...agentFields });
 export const agentsQuery = {
   ...analyticsQuery,

@@ -4,7 +4,7 @@ import { loadConfig } from '../../server/config.js';
 import { createServer } from '../../server/server.js';
 import { serveChild } from './lib/proc.js';
 import { seedCrm, type CrmSeedRequest } from './lib/crm-seed.js';
-import { explainSummary, seedAnalytics, timeConversationScan, type AnalyticsSeedRequest } from './lib/analytics-seed.js';
+import { explainSummary, findKeptAnalytics, seedAnalytics, timeConversationScan, type AnalyticsSeedRequest } from './lib/analytics-seed.js';
 import { cleanup, countMessages, seed, seedTenants, type SeedRequest, type TenantsRequest } from './lib/seed.js';
 
 const config = loadConfig(process.env);
@@ -31,6 +31,8 @@ serveChild(
     seedCrm: (req: CrmSeedRequest) => seedCrm(server, req),
     // Agents, conversations and messages of an organization `seed` made, and the analytics baseline and plans.
     seedAnalytics: (req: AnalyticsSeedRequest) => seedAnalytics(server, req),
+    // The organization an earlier run seeded and kept (--analytics-keep), or null.
+    findKeptAnalytics: ({ runId }: { runId: string }) => findKeptAnalytics(server, { runId, cleanup: (id) => cleanup(server, id) }),
     analyticsScan: (req: { orgId: string; times: number }) => timeConversationScan(server, req),
     analyticsExplain: (req: { orgId: string; from: string; to: string }) => explainSummary(server, req),
     countMessages: ({ orgIds }: { orgIds: string[] }) => countMessages(server, orgIds),

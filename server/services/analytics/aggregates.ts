@@ -1,6 +1,7 @@
-// Figures of long periods from the hourly aggregates: the whole hours of the period from `analytics_hourly`, its
-// partial first and last hours from the conversations and minute message counts themselves, merged. Counts, sums and
-// averages are exact; medians and p90s come from the log-scale histograms (see `fromHistogram` for the error).
+// Figures of long periods from the aggregates: the whole UTC days of the period from `analytics_daily`, the whole
+// hours around them from `analytics_hourly`, its partial first and last hours from the conversations and minute
+// message counts themselves, merged. Counts, sums, averages and open counts are exact; medians and p90s come from the
+// log-scale histograms (see `fromHistogram` for the error).
 import type { Knex } from 'knex';
 import { resolvedFigures, startedFigures } from './hourly.js';
 import type { AnalyticsQueries, DayFigures, Durations, SummaryFigures } from './queries.js';
@@ -67,45 +68,98 @@ export function wholeHours(range: AnalyticsRange): { from: Date; to: Date } | nu
   return from < to ? { from, to } : null;
 }
 
+const DAY_MS = 86_400_000;
+
+/** A period's whole hours [from, to) and the whole UTC days [dayFrom, dayTo) inside them (empty when there are none). */
+export interface Cover {
+  from: Date;
+  to: Date;
+  dayFrom: Date;
+  dayTo: Date;
+}
+
+export function cover(hours: { from: Date; to: Date }): Cover {
+  const dayFrom = new Date(Math.ceil(hours.from.getTime() / DAY_MS) * DAY_MS);
+  const dayTo = new Date(Math.floor(hours.to.getTime() / DAY_MS) * DAY_MS);
+  return dayFrom < dayTo ? { ...hours, dayFrom, dayTo } : { ...hours, dayFrom: hours.from, dayTo: hours.from };
+}
+
+/**
+ * How rows are grouped: everything into one group, or into the local days of a zone. A UTC day's row counts for the
+ * local day holding its noon; its hours that lie in another local day are moved there (taken off the day's group,
+ * added to their own), so a zone whose offset is whole hours gets exact local days from daily rows plus a few hours.
+ */
+type Grouping = { kind: 'total' } | { kind: 'localDay'; timezone: string };
+
+/** Zones whose local days are UTC days all year: no hour ever moves. */
+const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/GMT', 'GMT', 'Etc/Universal', 'Universal', 'Etc/Zulu', 'Zulu', 'Etc/GMT0', 'Etc/GMT+0', 'Etc/GMT-0', 'GMT0', 'Greenwich', 'Etc/Greenwich']);
+
+const SUM_COLUMNS = ['started', 'escalated', 'resolved', 'ai_resolved', 'done', 'fr_n', 'fr_sum', 'hr_n', 'hr_sum', 'res_n', 'res_sum', 'msg_visitor', 'msg_agent', 'msg_ai', 'msg_system'];
+
 export class AggregateQueries {
   constructor(private readonly knex: Knex, private readonly exact: AnalyticsQueries) {}
 
+  /**
+   * The rows a period's whole hours read, each with a weight (+1, or -1 for an hour moved out of its day's group) and
+   * its group: daily rows for the whole UTC days, hourly rows for the hours around them. `columns` come from the rows.
+   */
+  private parts(orgIds: string[], c: Cover, grouping: Grouping, columns: string): { sql: string; bindings: Knex.RawBinding[] } {
+    const orgs = orgArray(orgIds);
+    const total = grouping.kind === 'total';
+    const tz = total ? [] : [grouping.timezone];
+    const dayGroup = total ? `'1'` : `to_char((day + interval '12 hours') at time zone ?, 'YYYY-MM-DD')`;
+    const hourGroup = total ? `'1'` : `to_char(hour at time zone ?, 'YYYY-MM-DD')`;
+    const hourDayGroup = total ? `'1'` : `to_char((date_trunc('day', hour, 'UTC') + interval '12 hours') at time zone ?, 'YYYY-MM-DD')`;
+    let sql = `select ${dayGroup} as g, 1 as w, ${columns} from analytics_daily where organization_id = any(?::uuid[]) and day >= ? and day < ?
+      union all
+      select ${hourGroup} as g, 1 as w, ${columns} from analytics_hourly where organization_id = any(?::uuid[]) and ((hour >= ? and hour < ?) or (hour >= ? and hour < ?))`;
+    const bindings: Knex.RawBinding[] = [...tz, orgs, c.dayFrom, c.dayTo, ...tz, orgs, c.from, c.dayFrom, c.dayTo, c.to];
+    if (!total && !UTC_ZONES.has(grouping.timezone)) {
+      // Dates, not text, to find the hours to move: formatting every hour of a year costs tens of milliseconds.
+      sql += `
+      union all
+      select case when m.w = 1 then ${hourGroup} else ${hourDayGroup} end as g, m.w, ${columns}
+      from analytics_hourly cross join (values (1), (-1)) m(w)
+      where organization_id = any(?::uuid[]) and hour >= ? and hour < ?
+        and (hour at time zone ?)::date <> ((date_trunc('day', hour, 'UTC') + interval '12 hours') at time zone ?)::date`;
+      bindings.push(...tz, ...tz, orgs, c.dayFrom, c.dayTo, ...tz, ...tz);
+    }
+    return { sql, bindings };
+  }
+
   /** Conversations the period's figures would read (created or first resolved in its whole hours). */
-  async rowsIn(orgIds: string[], hours: { from: Date; to: Date }): Promise<number> {
+  async rowsIn(orgIds: string[], c: Cover): Promise<number> {
+    const p = this.parts(orgIds, c, { kind: 'total' }, 'started, resolved');
+    const row = (await this.knex.raw(`select coalesce(sum(w * (started + resolved)), 0)::bigint as n from (${p.sql}) p`, p.bindings)).rows[0] as { n: string };
+    return num(row.n);
+  }
+
+  /**
+   * Conversations open at `at`: all those ever started before it less those done before it, from the daily and hourly
+   * rows up to its hour, and the conversations themselves after that.
+   */
+  async openAt(orgIds: string[], at: Date): Promise<number> {
+    const orgs = orgArray(orgIds);
+    const hour = new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS);
+    const day = new Date(Math.floor(at.getTime() / DAY_MS) * DAY_MS);
     const row = (await this.knex.raw(
-      'select coalesce(sum(started + resolved), 0)::bigint as n from analytics_hourly where organization_id = any(?::uuid[]) and hour >= ? and hour < ?',
-      [orgArray(orgIds), hours.from, hours.to],
+      `select (select coalesce(sum(started - done), 0) from analytics_daily where organization_id = any(?::uuid[]) and day < ?)
+        + (select coalesce(sum(started - done), 0) from analytics_hourly where organization_id = any(?::uuid[]) and hour >= ? and hour < ?)
+        + (select count(*) from conversations where organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?)
+        - (select count(*) from conversations where organization_id = any(?::uuid[]) and done_at >= ? and done_at < ?) as n`,
+      [orgs, day, orgs, day, hour, orgs, hour, at, orgs, hour, at],
     )).rows[0] as { n: string };
     return num(row.n);
   }
 
-  /** Sums of the whole hours, grouped by `groupBy` (a date expression of `hour`, or a constant). */
-  private async hours(orgIds: string[], hours: { from: Date; to: Date }, groupBy: string, groupBindings: Knex.RawBinding[], histograms: 'all' | 'firstResponse'): Promise<Map<string, Part>> {
-    const orgs = orgArray(orgIds);
-    const where = 'organization_id = any(?::uuid[]) and hour >= ? and hour < ?';
-    const [sums, hists] = await Promise.all([
-      this.knex.raw(
-        `select ${groupBy} as g, sum(started) as started, sum(escalated) as escalated, sum(resolved) as resolved, sum(ai_resolved) as ai_resolved, sum(done) as done,
-           sum(fr_n) as fr_n, sum(fr_sum) as fr_sum, sum(hr_n) as hr_n, sum(hr_sum) as hr_sum, sum(res_n) as res_n, sum(res_sum) as res_sum,
-           sum(msg_visitor) as msg_visitor, sum(msg_agent) as msg_agent, sum(msg_ai) as msg_ai, sum(msg_system) as msg_system
-         from analytics_hourly where ${where} group by 1`,
-        [...groupBindings, orgs, hours.from, hours.to],
-      ),
-      // Unnesting is most of the cost: only the histograms the answer uses.
-      histograms === 'all'
-        ? this.knex.raw(
-          `select ${groupBy} as g, u.i, sum(u.f) as fr, sum(u.h) as hr, sum(u.r) as res
-           from analytics_hourly a cross join lateral unnest(a.fr_hist, a.hr_hist, a.res_hist) with ordinality as u(f, h, r, i)
-           where ${where} and (u.f > 0 or u.h > 0 or u.r > 0) group by 1, 2`,
-          [...groupBindings, orgs, hours.from, hours.to],
-        )
-        : this.knex.raw(
-          `select ${groupBy} as g, u.i, sum(u.f) as fr, 0 as hr, 0 as res
-           from analytics_hourly a cross join lateral unnest(a.fr_hist) with ordinality as u(f, i)
-           where ${where} and u.f > 0 group by 1, 2`,
-          [...groupBindings, orgs, hours.from, hours.to],
-        ),
-    ]);
+  /** Sums of the period's whole hours, by group. */
+  private async hours(orgIds: string[], c: Cover, grouping: Grouping, histograms: 'all' | 'firstResponse'): Promise<Map<string, Part>> {
+    const kinds = histograms === 'all' ? (['fr', 'hr', 'res'] as const) : (['fr'] as const);
+    const rows = this.parts(orgIds, c, grouping, [...SUM_COLUMNS, ...kinds.map((k) => `${k}_hist`)].join(', '));
+    // One sum per bucket: subscripts cost a fifth of unnesting every histogram into rows; only the histograms the
+    // answer uses.
+    const bucketSums = kinds.flatMap((k) => Array.from({ length: BUCKETS }, (_, i) => `sum(w * ${k}_hist[${i + 1}]) as ${k}_${i}`));
+    const result = await this.knex.raw(`select g, ${[...SUM_COLUMNS.map((col) => `sum(w * ${col}) as ${col}`), ...bucketSums].join(', ')} from (${rows.sql}) p group by 1`, rows.bindings);
     const parts = new Map<string, Part>();
     const partOf = (g: unknown) => {
       const key = String(g);
@@ -113,20 +167,14 @@ export class AggregateQueries {
       if (!p) parts.set(key, (p = emptyPart()));
       return p;
     };
-    for (const r of sums.rows as Record<string, unknown>[]) {
+    for (const r of result.rows as Record<string, unknown>[]) {
       const p = partOf(r.g);
       Object.assign(p, { started: num(r.started), escalated: num(r.escalated), resolved: num(r.resolved), aiResolved: num(r.ai_resolved), done: num(r.done) });
       Object.assign(p, { msgVisitor: num(r.msg_visitor), msgAgent: num(r.msg_agent), msgAi: num(r.msg_ai), msgSystem: num(r.msg_system) });
       p.fr.n = num(r.fr_n); p.fr.sum = num(r.fr_sum);
       p.hr.n = num(r.hr_n); p.hr.sum = num(r.hr_sum);
       p.res.n = num(r.res_n); p.res.sum = num(r.res_sum);
-    }
-    for (const r of hists.rows as Record<string, unknown>[]) {
-      const p = partOf(r.g);
-      const i = num(r.i) - 1;
-      p.fr.hist[i] = num(r.fr);
-      p.hr.hist[i] = num(r.hr);
-      p.res.hist[i] = num(r.res);
+      for (const k of kinds) for (let i = 0; i < BUCKETS; i++) p[k].hist[i] = num(r[`${k}_${i}`]);
     }
     return parts;
   }
@@ -159,12 +207,12 @@ export class AggregateQueries {
     return edges;
   }
 
-  async summary(orgIds: string[], range: AnalyticsRange, hours: { from: Date; to: Date }): Promise<SummaryFigures> {
+  async summary(orgIds: string[], range: AnalyticsRange, hours: Cover): Promise<SummaryFigures> {
     const noFilter = { channel: null, agentId: null };
     const [parts, edges, open, tickets] = await Promise.all([
-      this.hours(orgIds, hours, '1', [], 'all'),
+      this.hours(orgIds, hours, { kind: 'total' }, 'all'),
       Promise.all(this.edges(range, hours).map((e) => this.live(orgIds, e.from, e.to))),
-      this.exact.openCount(orgIds, range.to, noFilter),
+      this.openAt(orgIds, range.to),
       this.exact.ticketCounts(orgArray(orgIds), range, noFilter),
     ]);
     const total = emptyPart();
@@ -181,7 +229,7 @@ export class AggregateQueries {
   }
 
   /** Local days from whole hours: only for zones whose offset is whole hours (every hour lies in one local day). */
-  async trends(orgIds: string[], range: AnalyticsRange, hours: { from: Date; to: Date }): Promise<DayFigures[]> {
+  async trends(orgIds: string[], range: AnalyticsRange, hours: Cover): Promise<DayFigures[]> {
     const tz = range.timezone;
     const localDate = async (at: Date) => String(((await this.knex.raw(`select to_char(?::timestamptz at time zone ?, 'YYYY-MM-DD') as d`, [at, tz])).rows[0] as { d: string }).d);
     const noFilter = { channel: null, agentId: null };
@@ -190,10 +238,10 @@ export class AggregateQueries {
         `select to_char(d, 'YYYY-MM-DD') as d from generate_series((?::timestamptz at time zone ?)::date, ((?::timestamptz - interval '1 microsecond') at time zone ?)::date, interval '1 day') d`,
         [range.from, tz, range.to, tz],
       ),
-      this.hours(orgIds, hours, `to_char(hour at time zone ?, 'YYYY-MM-DD')`, [tz], 'firstResponse'),
+      this.hours(orgIds, hours, { kind: 'localDay', timezone: tz }, 'firstResponse'),
       Promise.all(this.edges(range, hours).map((e) => this.live(orgIds, e.from, e.to))),
       Promise.all(this.edges(range, hours).map((e) => localDate(e.at))),
-      this.exact.openCount(orgIds, range.from, noFilter),
+      this.openAt(orgIds, range.from),
       this.exact.ticketDays(orgArray(orgIds), range, noFilter),
     ]);
     edgeParts.forEach((p, i) => {

@@ -2,13 +2,11 @@
 // conversations or messages changed since its last run, and rebuilt whole for one organization on request. A row is
 // recomputed from its sources and overwritten, never added to, so reruns and late commits are safe.
 import type { Knex } from 'knex';
+import { rebuildAgentTotals, rebuildDays, refreshAgentTotals, refreshDays } from './daily.js';
+import { FR, HR, RES } from './durations.js';
 
-/** Seconds between two timestamp columns, as the exact path measures them. */
-const secs = (later: string, earlier: string) => `extract(epoch from (${later} - ${earlier}))`;
-
-export const FR = secs('first_response_at', 'created_at');
-export const HR = secs('first_human_reply_at', 'coalesce(escalated_at, created_at)');
-export const RES = secs('first_resolved_at', 'created_at');
+type Hour = { organizationId: string; hour: Date };
+const touched = (result: { rows: { organization_id: string; hour: Date }[] }): Hour[] => result.rows.map((r) => ({ organizationId: r.organization_id, hour: new Date(r.hour) }));
 
 /** The conversation columns of `analytics_hourly` for the conversations of `where` (bindings follow). */
 export function startedFigures(where: string): string {
@@ -27,7 +25,7 @@ export function resolvedFigures(where: string): string {
 const COLUMNS = 'started, escalated, fr_n, fr_sum, fr_hist, hr_n, hr_sum, hr_hist, resolved, ai_resolved, res_n, res_sum, res_hist, done';
 
 /** Recomputes the conversation columns of the given (organization, hour) rows. `keys` selects organization_id, hour. */
-async function refreshConversationHours(trx: Knex.Transaction, keys: string, bindings: Knex.RawBinding[]): Promise<number> {
+async function refreshConversationHours(trx: Knex.Transaction, keys: string, bindings: Knex.RawBinding[]): Promise<Hour[]> {
   const result = await trx.raw(
     `insert into analytics_hourly (organization_id, hour, ${COLUMNS})
      select k.organization_id, k.hour, s.*, r.*, d.done
@@ -36,14 +34,15 @@ async function refreshConversationHours(trx: Knex.Transaction, keys: string, bin
      cross join lateral (${resolvedFigures('organization_id = k.organization_id and first_resolved_at >= k.hour and first_resolved_at < k.hour + interval \'1 hour\'')}) r
      cross join lateral (select count(*)::int as done from conversations
        where organization_id = k.organization_id and done_at >= k.hour and done_at < k.hour + interval '1 hour') d
-     on conflict (organization_id, hour) do update set ${COLUMNS.split(', ').map((c) => `${c} = excluded.${c}`).join(', ')}`,
+     on conflict (organization_id, hour) do update set ${COLUMNS.split(', ').map((c) => `${c} = excluded.${c}`).join(', ')}
+     returning organization_id, hour`,
     bindings,
   );
-  return Number(result.rowCount ?? 0);
+  return touched(result);
 }
 
 /** Recomputes the message columns of every hour from `since` (per-minute rollup rows), for every organization. */
-async function refreshMessageHours(trx: Knex.Transaction, where: string, bindings: Knex.RawBinding[]): Promise<number> {
+async function refreshMessageHours(trx: Knex.Transaction, where: string, bindings: Knex.RawBinding[]): Promise<Hour[]> {
   const result = await trx.raw(
     `insert into analytics_hourly (organization_id, hour, msg_visitor, msg_agent, msg_ai, msg_system)
      select organization_id, date_trunc('hour', bucket),
@@ -51,10 +50,11 @@ async function refreshMessageHours(trx: Knex.Transaction, where: string, binding
        coalesce(sum(count) filter (where sender_type = 'ai'), 0), coalesce(sum(count) filter (where sender_type = 'system'), 0)
      from message_rollups where ${where} group by 1, 2
      on conflict (organization_id, hour) do update set msg_visitor = excluded.msg_visitor, msg_agent = excluded.msg_agent,
-       msg_ai = excluded.msg_ai, msg_system = excluded.msg_system`,
+       msg_ai = excluded.msg_ai, msg_system = excluded.msg_system
+     returning organization_id, hour`,
     bindings,
   );
-  return Number(result.rowCount ?? 0);
+  return touched(result);
 }
 
 /**
@@ -68,7 +68,19 @@ export async function refreshSince(trx: Knex.Transaction, since: Date | null): P
     where c.updated_at >= ? and t is not null`;
   const conversations = await refreshConversationHours(trx, keys, [since ?? '-infinity']);
   const messages = await refreshMessageHours(trx, `bucket >= date_trunc('hour', ?::timestamptz)`, [since ?? '-infinity']);
-  return conversations + messages;
+  if (since === null) {
+    await rebuildDays(trx, null);
+    await rebuildAgentTotals(trx, null);
+  } else {
+    await refreshDays(trx, [...conversations, ...messages]);
+    // An agent's figures belong to the day its conversations were created in.
+    const created = (await trx.raw(
+      `select distinct organization_id, date_trunc('day', created_at, 'UTC') as day from conversations where updated_at >= ?`,
+      [since],
+    )).rows as { organization_id: string; day: Date }[];
+    await refreshAgentTotals(trx, created.map((r) => ({ organizationId: r.organization_id, day: new Date(r.day) })));
+  }
+  return conversations.length + messages.length;
 }
 
 /** Every hour of one organization, from scratch. */
@@ -80,5 +92,7 @@ export async function rebuild(trx: Knex.Transaction, organizationId: string): Pr
     where c.organization_id = ? and t is not null`;
   const conversations = await refreshConversationHours(trx, keys, [organizationId]);
   await refreshMessageHours(trx, 'organization_id = ?', [organizationId]);
-  return conversations;
+  await rebuildDays(trx, organizationId);
+  await rebuildAgentTotals(trx, organizationId);
+  return conversations.length;
 }

@@ -1,6 +1,7 @@
 // The analytics rollup: a periodic in-process job counts messages by organization, minute, sender kind and channel,
-// then refreshes the hourly aggregates of the hours whose conversations or messages changed, so analytics never
-// reads the messages table, long periods read hours rather than conversations, and the send path writes nothing extra.
+// then refreshes the hourly, daily and per-agent aggregates of the hours and days whose conversations or messages
+// changed, so analytics never reads the messages table, long periods read days and hours rather than conversations,
+// and the send path writes nothing extra.
 import type { Knex } from 'knex';
 import { rebuild, refreshSince } from './hourly.js';
 
@@ -68,7 +69,7 @@ export class MessageRollup {
   }
 
   /**
-   * Recounts every bucket of one organization from its messages, and rebuilds its hourly aggregates: after
+   * Recounts every bucket of one organization from its messages, and rebuilds its aggregates: after
    * conversations or messages were imported or back-dated, which the watermark window never looks at again.
    */
   recount(organizationId: string): Promise<number> {

@@ -4,7 +4,8 @@ import type { Knex } from 'knex';
 import { Forbidden, ValidationFailed } from '../../errors.js';
 import { isUuid } from '../../validation.js';
 import { AnalyticsQueries, type AgentFigures, type AgentSort, type DayFigures, type Filters, type SummaryFigures } from './queries.js';
-import { AggregateQueries, wholeHours } from './aggregates.js';
+import { AggregateQueries, cover, wholeHours } from './aggregates.js';
+import { agentsFromTotals, wholeDays } from './agentTotals.js';
 import { resolveRange, wholeHourZone, type AnalyticsRange, type RangeQuery } from './range.js';
 import { MessageRollup } from './rollup.js';
 
@@ -13,7 +14,7 @@ export interface AnalyticsQuery extends RangeQuery {
   agentId?: string;
 }
 
-/** How medians and p90s were computed: sorting every conversation, or from the hourly histograms (within 9.1%). */
+/** How medians and p90s were computed: sorting every conversation, or from the daily and hourly histograms (within 9.1%). */
 export type Percentiles = 'exact' | 'histogram';
 
 export interface Computed<T> {
@@ -63,7 +64,7 @@ export class AnalyticsService {
 
   async agents(orgId: string, query: AnalyticsQuery, page: { sort: AgentSort; limit: number; offset: number }): Promise<Computed<{ rows: AgentFigures[]; total: number }>> {
     const { range, filters } = await this.prepare([orgId], query);
-    return this.cached(['agents', orgId, range, filters, page], async () => ({ range, generatedAt: new Date(), percentiles: 'exact' as const, figures: await this.sql((q) => q.agents(orgId, range, filters, page)) }));
+    return this.cached(['agents', orgId, range, filters, page], async () => ({ range, generatedAt: new Date(), ...(await this.agentsOf(orgId, range, filters, page)) }));
   }
 
   /** The caller's own row (zeros when nothing was assigned to them in the range). */
@@ -106,6 +107,20 @@ export class AnalyticsService {
     });
   }
 
+  /**
+   * From the agents' running totals when the period holds a whole UTC day, no `channel` filter (the totals hold no
+   * channel; `agentId` only picks the member) and more conversations than are cheap to sort exactly.
+   */
+  private agentsOf(orgId: string, range: AnalyticsRange, f: Filters, page: { sort: AgentSort; limit: number; offset: number }): Promise<Answer<{ rows: AgentFigures[]; total: number }>> {
+    return this.sql(async (q, trx) => {
+      const days = wholeDays(range);
+      const hours = days && !f.channel ? await this.aggregated(trx, q, [orgId], range, { channel: null, agentId: null }) : null;
+      return days && hours
+        ? { percentiles: 'histogram', figures: await agentsFromTotals(trx, orgId, range, days, f.agentId, page) }
+        : { percentiles: 'exact', figures: await q.agents(orgId, range, f, page) };
+    });
+  }
+
   private summaryOf(ids: string[], range: AnalyticsRange, f: Filters): Promise<Answer<SummaryFigures>> {
     return this.sql(async (q, trx) => {
       const hours = await this.aggregated(trx, q, ids, range, f);
@@ -126,8 +141,9 @@ export class AnalyticsService {
    * hour, and more conversations than are cheap to sort exactly.
    */
   private async aggregated(trx: Knex.Transaction, q: AnalyticsQueries, ids: string[], range: AnalyticsRange, f: Filters) {
-    const whole = wholeHours(range);
-    if (!whole || f.channel || f.agentId) return null;
+    const hours = wholeHours(range);
+    if (!hours || f.channel || f.agentId) return null;
+    const whole = cover(hours);
     const aggregates = new AggregateQueries(trx, q);
     if ((await aggregates.rowsIn(ids, whole)) <= this.exactRows) return null;
     return { aggregates, whole };

@@ -2,6 +2,8 @@
 // days, with first response, escalation, first human reply and resolution moments) and 5 messages each, written
 // in set-based SQL (generate_series) inside the app server process; then the message rollup and VACUUM ANALYZE.
 // Also the baseline: one sequential scan of the organization's conversations, timed in the same process.
+import { SessionService } from '../../../server/auth/sessions.js';
+import { TokenService } from '../../../server/auth/tokens.js';
 import type { AppServer } from '../../../server/server.js';
 
 export interface AnalyticsSeedRequest {
@@ -10,14 +12,21 @@ export interface AnalyticsSeedRequest {
   /** Agents to add (accepted memberships, no passwords: they are only credited and assigned). */
   agents: number;
   conversations: number;
+  /** Keep the organization for later runs: marked as complete once everything is written. */
+  keep?: boolean;
 }
 
 export interface AnalyticsSeedResult {
   conversations: number;
   messages: number;
   agents: number;
+  /** The moment the conversations were spread back from: periods end here. */
+  anchor: string;
   seconds: { conversations: number; messages: number; rollup: number; vacuum: number };
 }
+
+/** The name a kept organization gets once its seed is complete (a run killed while seeding leaves it unnamed). */
+const KEPT_NAME = 'Bench analytics (seeded)';
 
 const CHUNK = 50_000;
 const DAY_S = 86_400;
@@ -94,7 +103,47 @@ export async function seedAnalytics(server: AppServer, req: AnalyticsSeedRequest
   for (const table of ['conversations', 'messages', 'message_rollups']) await knex.raw(`vacuum analyze ${table}`);
   const vacuumSeconds = elapsed(t0);
   const [{ n }] = (await knex.raw('select count(*)::int as n from messages where organization_id = ?', [req.orgId])).rows as { n: number }[];
-  return { conversations: req.conversations, messages: n, agents: users.length, seconds: { conversations: convSeconds, messages: msgSeconds, rollup: rollupSeconds, vacuum: vacuumSeconds } };
+  if (req.keep) await knex.raw('update organizations set name = ? where id = ?', [KEPT_NAME, req.orgId]);
+  return { conversations: req.conversations, messages: n, agents: users.length, anchor, seconds: { conversations: convSeconds, messages: msgSeconds, rollup: rollupSeconds, vacuum: vacuumSeconds } };
+}
+
+export interface KeptAnalytics {
+  orgId: string;
+  /** An access token of the organization's owner (the runs' signing secrets differ). */
+  token: string;
+  data: AnalyticsSeedResult;
+}
+
+/**
+ * The organization an earlier run seeded and kept (slug bench-<runId>-0), or null. One left half-seeded by a killed
+ * run is removed (with `cleanup`), so the caller seeds afresh.
+ */
+export async function findKeptAnalytics(server: AppServer, { runId, cleanup }: { runId: string; cleanup: (runId: string) => Promise<void> }): Promise<KeptAnalytics | null> {
+  const knex = server.db.knex;
+  const org = (await knex.raw('select id, name from organizations where slug = ?', [`bench-${runId}-0`])).rows[0] as { id: string; name: string } | undefined;
+  if (!org) return null;
+  if (org.name !== KEPT_NAME) {
+    await cleanup(runId);
+    return null;
+  }
+  const owner = (await knex.raw(
+    `select u.id, u.email from memberships m join users u on u.id = m.user_id where m.organization_id = ? and m.role = 'owner' and m.status = 'accepted' limit 1`,
+    [org.id],
+  )).rows[0] as { id: string; email: string };
+  const sessions = new SessionService(server.db.models, new TokenService(server.config), server.events, server.config.refreshTokenTtlSeconds);
+  const pair = await sessions.create({ id: owner.id, email: owner.email }, org.id, { ip: '127.0.0.1', userAgent: 'bench' });
+  const counts = (await knex.raw(
+    `select (select count(*) from conversations where organization_id = ?)::int as conversations,
+       (select max(created_at) from conversations where organization_id = ?) as anchor,
+       (select count(*) from messages where organization_id = ?)::int as messages,
+       (select count(*) from memberships where organization_id = ? and role = 'agent')::int as agents`,
+    [org.id, org.id, org.id, org.id],
+  )).rows[0] as { conversations: number; anchor: Date; messages: number; agents: number };
+  return {
+    orgId: org.id,
+    token: pair.accessToken,
+    data: { conversations: counts.conversations, messages: counts.messages, agents: counts.agents, anchor: new Date(counts.anchor).toISOString(), seconds: { conversations: 0, messages: 0, rollup: 0, vacuum: 0 } },
+  };
 }
 
 /** One sequential scan of the organization's conversations (index scans off), timed `times` times: the baseline. */

@@ -42,6 +42,10 @@ export interface Options {
   crmTickets: number;
   /** Conversations of the analytics scenario's organization (5 messages each). */
   analyticsConversations: number;
+  /** Seed the analytics organization once and keep it; later runs with the flag reuse it. */
+  analyticsKeep: boolean;
+  /** Seed (when not kept yet) and stop before measuring, so the measuring part alone can hold a lock. */
+  analyticsSeedOnly: boolean;
   p99TargetMs: number;
   /** message.created subscriptions per organization in the chat scenario's second app run (0: no second run). */
   chatWebhooks: number;
@@ -80,6 +84,12 @@ export const USAGE = `npm run bench -- [flags]
   --knowledge-docs=N   documents the knowledge scenario indexes, about 2 KB each (default 10000)
   --crm-tickets=N      tickets of the crm scenario's organization (default 50000)
   --analytics-conversations=N   conversations of the analytics scenario's organization (default 1000000)
+  --analytics-keep     seed the analytics organization once and keep it for later runs with this flag (same size):
+                       on PostgreSQL in DATABASE_URL's database (organization bench-analytics-keep-N-0), embedded in
+                       test/load/.analytics-N/; periods are measured up to the moment it was seeded
+  --analytics-seed-only   with --analytics-keep: seed when not kept yet, then stop (measure later, e.g. under a lock:
+                       npm run bench -- --scenarios=analytics --analytics-keep --analytics-seed-only &&
+                       flock /tmp/bench.lock npm run bench -- --scenarios=analytics --analytics-keep)
   --chat-webhooks=N    chat: also find the knee with N message.created webhooks per organization, same run (default 1; 0: skip)
   --p99-target=MS      chat knee: highest rate with p99 under this and nothing lost (default 100)
   --max-loop-delay=MS  generator loop delay p99 above which a measure is INVALID (default ${DEFAULT_LIMITS.maxLoopDelayP99Ms})
@@ -134,6 +144,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     knowledgeDocs: quick ? 200 : 10_000,
     crmTickets: quick ? 1_000 : 50_000,
     analyticsConversations: quick ? 2_000 : 1_000_000,
+    analyticsKeep: false,
+    analyticsSeedOnly: false,
     p99TargetMs: 100,
     chatWebhooks: 1,
     limits: { ...DEFAULT_LIMITS },
@@ -176,6 +188,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       case 'knowledge-docs': o.knowledgeDocs = int(name, value, 1); break;
       case 'crm-tickets': o.crmTickets = int(name, value, 1); break;
       case 'analytics-conversations': o.analyticsConversations = int(name, value, 1); break;
+      case 'analytics-keep': o.analyticsKeep = true; break;
+      case 'analytics-seed-only': o.analyticsSeedOnly = true; break;
       case 'p99-target': o.p99TargetMs = num(name, value); break;
       case 'chat-webhooks': o.chatWebhooks = int(name, value, 0); break;
       case 'max-loop-delay': o.limits.maxLoopDelayP99Ms = num(name, value); break;
@@ -189,6 +203,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
   }
   const cores = env.BENCH_SERVER_CORES?.trim();
   if (cores) o.serverCores = cores.split(',').map((c) => int('BENCH_SERVER_CORES (environment)', c.trim(), 0));
+  if (o.analyticsSeedOnly && !o.analyticsKeep) throw new Error('--analytics-seed-only needs --analytics-keep (an unkept seed is removed at the end of the run)');
   if (o.batch > 500) throw new Error('--batch must be at most 500 (the route accepts 1..500 events)');
   if (!o.fanouts.length || !o.tenants.length || !o.adapters.length) throw new Error('--fanouts, --tenants and --adapters need at least one value');
   if (o.orgs > o.agents) throw new Error('--orgs must not exceed --agents (every organization needs an agent to receive)');

@@ -2,7 +2,11 @@
 // each, 200 agents), for a 30-day and a 365-day period, requests one after another. Each request names a `to` no
 // earlier request used, so none is answered from the 60-second cache. Baseline: one sequential scan of that
 // organization's conversations (index scans off) in the same database, in the same run; target p95 < 0.2x.
-import type { AnalyticsSeedResult } from '../lib/analytics-seed.js';
+// With --analytics-keep the seeded organization outlives the run and later runs measure it again without seeding.
+import { existsSync, renameSync } from 'node:fs';
+import path from 'node:path';
+import type { AnalyticsSeedResult, KeptAnalytics } from '../lib/analytics-seed.js';
+import { LOAD_DIR } from '../lib/proc.js';
 import { percentile, requestJson } from '../lib/http-load.js';
 import { row, type Row } from '../lib/report.js';
 import type { SeedResult } from '../lib/seed.js';
@@ -17,24 +21,40 @@ export const analytics: Scenario = {
   skip: () => null,
   async run(ctx) {
     const o = ctx.options;
-    const app = await startApp(ctx, 'app', { postgres: true, redis: false });
+    const keep = o.analyticsKeep;
+    // A kept embedded database lives in a directory of its own; a kept PostgreSQL one in DATABASE_URL's database.
+    const keptDir = keep && !o.databaseUrl ? path.join(LOAD_DIR, `.analytics-${o.analyticsConversations}`) : null;
+    const app = await startApp(ctx, 'app', { postgres: true, redis: false, ...(keptDir && existsSync(keptDir) ? { dataDir: keptDir } : {}) });
+    const runId = keep ? `analytics-keep-${o.analyticsConversations}` : ctx.runId;
     const rows: Row[] = [];
     const details: Record<string, unknown> = {};
     try {
-      const seeded = await app.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: 1, agents: 1, visitors: 0, conversations: false }, 300_000);
-      const org = seeded.orgs[0]!;
-      const token = org.agents[0]!.token;
-      const t0 = performance.now();
-      const data = await app.child.call<AnalyticsSeedResult>('seedAnalytics', { orgId: org.id, runId: ctx.runId, agents: AGENTS, conversations: o.analyticsConversations }, 3_600_000);
-      ctx.log(`  seeded ${data.conversations} conversations, ${data.messages} messages, ${data.agents} agents in ${Math.round((performance.now() - t0) / 1000)} s ${JSON.stringify(data.seconds)}`);
-      details.seed = data;
+      let kept = keep ? await app.child.call<KeptAnalytics | null>('findKeptAnalytics', { runId }, 600_000) : null;
+      if (kept) {
+        ctx.log(`  reusing the kept organization: ${kept.data.conversations} conversations, ${kept.data.messages} messages, seeded up to ${kept.data.anchor}`);
+      } else {
+        const seeded = await app.child.call<SeedResult>('seed', { runId, orgs: 1, agents: 1, visitors: 0, conversations: false }, 300_000);
+        const org = seeded.orgs[0]!;
+        const t0 = performance.now();
+        const data = await app.child.call<AnalyticsSeedResult>('seedAnalytics', { orgId: org.id, runId, agents: AGENTS, conversations: o.analyticsConversations, keep }, 3_600_000);
+        ctx.log(`  seeded ${data.conversations} conversations, ${data.messages} messages, ${data.agents} agents in ${Math.round((performance.now() - t0) / 1000)} s ${JSON.stringify(data.seconds)}`);
+        kept = { orgId: org.id, token: org.agents[0]!.token, data };
+      }
+      details.seed = kept.data;
+      if (o.analyticsSeedOnly) {
+        ctx.log('  --analytics-seed-only: seeded and kept, nothing measured');
+        return { rows, details };
+      }
+      const { data, token } = kept;
+      const org = { id: kept.orgId };
 
       const scan = await app.child.call<{ ms: number[]; plan: string }>('analyticsScan', { orgId: org.id, times: o.quick ? 2 : 5 }, 600_000);
       const scanMs = percentile(scan.ms, 0.5);
       ctx.log(`  sequential scan of the organization's conversations: ${scan.ms.join(', ')} ms (median ${scanMs})`);
       details.scan = scan;
 
-      const end = Date.now() + 60_000;
+      // Periods end just after the seeding moment (a kept seed does not move with the clock).
+      const end = new Date(data.anchor).getTime() + 60_000;
       let bump = 0;
       const routes = ['/analytics/summary', '/analytics/trends', '/analytics/agents', '/analytics/agent/stats'];
       const requests = o.quick ? 4 : 20;
@@ -67,8 +87,9 @@ export const analytics: Scenario = {
       }
       rows[0]!.note = `${data.conversations} conversations, ${data.messages} messages, ${data.agents} agents; baseline: one sequential scan of the organization's conversations`;
     } finally {
-      if (!app.dataDir) await app.child.call('cleanup', undefined, 1_800_000).catch(() => undefined);
-      await app.stop();
+      if (!app.dataDir && !keep) await app.child.call('cleanup', undefined, 1_800_000).catch(() => undefined);
+      await app.stop(!!keptDir);
+      if (keptDir && app.dataDir && app.dataDir !== keptDir) renameSync(app.dataDir, keptDir);
     }
     return { rows, details };
   },
