@@ -10,6 +10,11 @@ import { mergeTicket } from './merge.js';
 import { NO_REQUESTER, requesterOf, type Requester } from './requester.js';
 import { FINAL_STATUSES, numberQuery } from './rules.js';
 import type { Outbox } from '../webhooks/index.js';
+import { pageWithTotal } from '../../../db/pages.js';
+import type { PresentableTicket } from '../../presenters/ticket.js';
+
+/** A ticket as lists show it, as plain values. */
+export type TicketListItem = PresentableTicket;
 
 export interface TicketFilters {
   status?: TicketStatus[];
@@ -59,7 +64,7 @@ export class TicketService {
     return this.core.models;
   }
 
-  async list(orgId: string, userId: string, f: TicketFilters): Promise<{ tickets: Ticket[]; total: number }> {
+  async list(orgId: string, userId: string, f: TicketFilters): Promise<{ tickets: TicketListItem[]; total: number }> {
     const base = this.models.Ticket.forOrg(orgId);
     // Merged tickets live on in their target; they show up only when asked for.
     if (f.status?.length) base.whereIn('tickets.status', f.status);
@@ -80,8 +85,8 @@ export class TicketService {
         if (number !== null) w.orWhere('tickets.number', number);
       });
     }
-    const [total, tickets] = await Promise.all([base.clone().resultSize(), base.clone().orderBy('tickets.number', 'desc').limit(f.limit).offset(f.offset)]);
-    return { tickets, total };
+    const { rows, total } = await pageWithTotal<Ticket, TicketListItem>(this.core.deps.knex, base, (q) => q.orderBy('tickets.number', 'desc').limit(f.limit).offset(f.offset), f.offset);
+    return { tickets: rows, total };
   }
 
   get(orgId: string, ticketId: string): Promise<Ticket> {

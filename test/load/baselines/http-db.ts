@@ -146,9 +146,10 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
 }
 
 /**
- * The SQL ContactService.list and TicketService.list run (built there with Objection, so copied here as the query
- * log shows it; keep the two in sync): the count and the first page at once, then the page's contact identities.
- * Default page (limit 50, offset 0) and default order only; the helpers for patterns, tags and numbers are shared.
+ * The SQL ContactService.list and TicketService.list run (built there with the query builder, so copied here as the
+ * query log shows it; keep the two in sync): one statement, the first page with each contact's identities and the
+ * total as a scalar subquery (db/pages.ts). Default page (limit 50, offset 0) and default order only; the helpers
+ * for patterns, tags and numbers are shared.
  */
 async function crmList(orgId: string, u: URL): Promise<{ items: Record<string, unknown>[]; total: number } | null> {
   const p = u.searchParams;
@@ -167,19 +168,14 @@ async function crmList(orgId: string, u: URL): Promise<{ items: Record<string, u
     }
     const tag = p.get('tag');
     if (tag) where.push(`contacts.tags @> ${bind(JSON.stringify([normalizeTag(tag)]))}::jsonb`);
-    const inner = `select "contacts".* from "contacts" where ${where.join(' and ')}`;
-    const [[count], contacts] = await Promise.all([
-      db.query(`select count(*) as "count" from (${inner}) as "temp"`, params),
-      db.query(`${inner} order by contacts.created_at desc, contacts.id desc limit $${params.length + 1}`, [...params, 50]),
-    ]);
-    if (contacts.length) {
-      const identities = await db.query(
-        `select "contact_identities".* from "contact_identities" where "contact_identities"."organization_id" = $1 and "contact_id" in (${contacts.map((_, i) => `$${i + 2}`).join(', ')}) order by "created_at" asc`,
-        [orgId, ...contacts.map((c) => c.id)],
-      );
-      for (const c of contacts) c.identities = identities.filter((r) => r.contact_id === c.id);
-    }
-    return { items: contacts, total: Number(count!.count) };
+    const filter = where.join(' and ');
+    const identities = `(select coalesce(json_agg(json_build_object('channel', i.channel, 'externalId', i.external_id) order by i.created_at), '[]'::json)
+  from contact_identities i where i.organization_id = contacts.organization_id and i.contact_id = contacts.id) as identities`;
+    const contacts = await db.query(
+      `select "contacts".*, ${identities}, ((select count(*) from "contacts" where ${filter})) as page_total from "contacts" where ${filter} order by contacts.created_at desc, contacts.id desc limit $${params.length + 1}`,
+      [...params, 50],
+    );
+    return { items: contacts, total: Number(contacts[0]?.page_total ?? 0) };
   }
   if (u.pathname === '/tickets') {
     where.push('"tickets"."organization_id" = $1');
@@ -196,12 +192,12 @@ async function crmList(orgId: string, u: URL): Promise<{ items: Record<string, u
       if (number !== null) or.push(`"tickets"."number" = ${bind(number)}`);
       where.push(`(${or.join(' or ')})`);
     }
-    const inner = `select "tickets".* from "tickets" where ${where.join(' and ')}`;
-    const [[count], tickets] = await Promise.all([
-      db.query(`select count(*) as "count" from (${inner}) as "temp"`, params),
-      db.query(`${inner} order by "tickets"."number" desc limit $${params.length + 1}`, [...params, 50]),
-    ]);
-    return { items: tickets, total: Number(count!.count) };
+    const filter = where.join(' and ');
+    const tickets = await db.query(
+      `select "tickets".*, ((select count(*) from "tickets" where ${filter})) as page_total from "tickets" where ${filter} order by "tickets"."number" desc limit $${params.length + 1}`,
+      [...params, 50],
+    );
+    return { items: tickets, total: Number(tickets[0]?.page_total ?? 0) };
   }
   return null;
 }
