@@ -22,3 +22,30 @@ export async function pageWithTotal<M extends Model, Row>(
   for (const row of rows) delete row.pageTotal;
   return { rows, total };
 }
+
+/** A condition of a list's WHERE: SQL with `?` placeholders and their values. */
+export interface Condition {
+  sql: string;
+  bindings: unknown[];
+}
+
+/**
+ * The same page-and-total statement written out for the hottest lists, without a query builder: building and
+ * compiling the query was a third of such a request's CPU. `columns` name what the presenter reads (aliased to
+ * camelCase); `where` must start with the tenant's condition; `order` is fixed SQL, never input.
+ */
+export async function listPage<Row>(knex: Knex, list: { table: string; columns: string; where: Condition[]; order: string; limit: number; offset: number }): Promise<{ rows: Row[]; total: number }> {
+  const filter = list.where.map((c) => c.sql).join(' and ');
+  const bindings = list.where.flatMap((c) => c.bindings);
+  const result = (await knex.raw(
+    `select ${list.columns}, (select count(*) from ${list.table} where ${filter}) as "pageTotal" from ${list.table} where ${filter} order by ${list.order} limit ? offset ?`,
+    [...bindings, ...bindings, list.limit, list.offset] as Knex.RawBinding[],
+  )) as { rows: (Row & { pageTotal?: string | number })[] };
+  const rows = result.rows;
+  let total: number;
+  if (rows.length) total = Number(rows[0]!.pageTotal);
+  else if (list.offset === 0) total = 0;
+  else total = Number(((await knex.raw(`select count(*) as n from ${list.table} where ${filter}`, bindings as Knex.RawBinding[])) as { rows: { n: string }[] }).rows[0]!.n);
+  for (const row of rows) delete row.pageTotal;
+  return { rows, total };
+}

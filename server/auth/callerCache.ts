@@ -56,10 +56,11 @@ export class CallerCache {
 
   /** Same answers as ActorResolver.operator, access tokens remembered for a moment. */
   async operator(token: string): Promise<OperatorActor> {
-    if (!this.revocations.live || credentialKind(token) !== 'access') return this.actors.operator(token);
+    if (!this.revocations.live) return this.actors.operator(token);
     const now = Date.now();
     const hit = this.entries.get(token);
     if (hit && now < hit.until) return hit.actor;
+    if (credentialKind(token) !== 'access') return this.actors.operator(token);
     const generation = this.revocations.generation;
     const actor = await this.actors.operator(token);
     const admitted = actor.orgId === null || actor.membership?.status === 'accepted';

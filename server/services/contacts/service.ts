@@ -16,10 +16,10 @@ import { ContactNotes } from './notes.js';
 import { uniqueConflict, type ContactCore, type ContactServiceDeps, type IdentityInput } from './types.js';
 
 export { uniqueConflict, type ContactServiceDeps, type IdentityInput };
-import { applyFilters, applyTag, applyText, orderBy, type ContactFilter, type ContactSort } from './search.js';
+import { applyFilters, orderBy, orderSql, tagCondition, textCondition, type ContactFilter, type ContactSort } from './search.js';
 import type { Outbox } from '../webhooks/index.js';
 import { presentContact, type PresentableContact } from '../../presenters/contact.js';
-import { pageWithTotal } from '../../../db/pages.js';
+import { listPage, pageWithTotal, type Condition } from '../../../db/pages.js';
 
 export interface ContactInput extends ContactFields {
   tags?: string[];
@@ -37,8 +37,13 @@ export interface ContactPatch extends ContactFields {
 export type ContactListItem = PresentableContact;
 
 /** The identities of the row's contact, oldest first, as the presenter reads them. */
-const IDENTITIES_OF_ROW = `(select coalesce(json_agg(json_build_object('channel', i.channel, 'externalId', i.external_id) order by i.created_at), '[]'::json)
+export const IDENTITIES_OF_ROW = `(select coalesce(json_agg(json_build_object('channel', i.channel, 'externalId', i.external_id) order by i.created_at), '[]'::json)
   from contact_identities i where i.organization_id = contacts.organization_id and i.contact_id = contacts.id) as identities`;
+
+/** What the list presents of each contact, named as the presenter reads it. */
+export const LIST_COLUMNS = `contacts.id, contacts.name, contacts.email, contacts.phone, contacts.company, contacts.tags, contacts.attributes,
+  contacts.email_verified_at as "emailVerifiedAt", contacts.last_activity_at as "lastActivityAt", contacts.created_at as "createdAt",
+  contacts.updated_at as "updatedAt", ${IDENTITIES_OF_ROW}`;
 
 export interface Page {
   limit: number;
@@ -89,10 +94,11 @@ export class ContactService implements ContactCore {
   }
 
   async list(orgId: string, opts: Page & { q?: string; tag?: string }): Promise<{ contacts: ContactListItem[]; total: number }> {
-    const base = this.models.Contact.forOrg(orgId);
-    if (opts.q?.trim()) applyText(base, opts.q);
-    if (opts.tag) applyTag(base, opts.tag);
-    return this.page(base, opts);
+    const where: Condition[] = [{ sql: 'contacts.organization_id = ?', bindings: [orgId] }];
+    if (opts.q?.trim()) where.push(textCondition(opts.q));
+    if (opts.tag) where.push(tagCondition(opts.tag));
+    const { rows, total } = await listPage<ContactListItem>(this.deps.knex, { table: 'contacts', columns: LIST_COLUMNS, where, order: orderSql(opts.sort), limit: opts.limit, offset: opts.offset });
+    return { contacts: rows, total };
   }
 
   async filter(orgId: string, opts: Page & { filters: ContactFilter[]; match: 'all' | 'any' }): Promise<{ contacts: ContactListItem[]; total: number }> {
