@@ -220,7 +220,7 @@ export class RouteRegistry {
           services.widget.assertOrigin(visitor, originOf(ctx));
         } else if (auth.kind !== 'public' || auth.optionalBearer) {
           const token = services.bearerToken(ctx);
-          if (token) actor = await services.actors.operator(token);
+          if (token) actor = await services.callers.operator(token);
           else if (auth.kind !== 'public') throw new Unauthorized();
         }
         const params: Record<string, unknown> = { ...ctx.params };

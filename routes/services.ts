@@ -1,6 +1,7 @@
 // What the HTTP adapters need from the core: authentication helpers, rate limits and the domain services.
 import type { Context } from 'koa';
 import type { ActorResolver } from '../server/auth/actor.js';
+import type { CallerCache } from '../server/auth/callerCache.js';
 import type { Policies } from '../server/policies/index.js';
 import type { Config } from '../server/config.js';
 import type { Readiness } from '../server/readiness.js';
@@ -32,6 +33,8 @@ import type { WebhookService } from '../server/services/webhooks/index.js';
 export interface RouteServices {
   config: Config;
   actors: ActorResolver;
+  /** Operators by bearer token as `actors` resolves them, access tokens remembered for a moment (REST). */
+  callers: CallerCache;
   /** Who may do what to each resource: the rules the routes declare, shared with the socket events. */
   policies: Policies;
   rateLimits: RateLimits;

@@ -1,11 +1,11 @@
 // The Koa application: request id, access log, error mapping, security headers, CORS, then the API router.
 import cors from '@koa/cors';
 import Koa from 'koa';
-import helmet from 'koa-helmet';
 import { createApiRouter } from '../routes/index.js';
 import { accessLog } from '../routes/middleware/accessLog.js';
 import { errorMapper } from '../routes/middleware/errors.js';
 import { requestId } from '../routes/middleware/requestId.js';
+import { securityHeaders } from '../routes/middleware/securityHeaders.js';
 import { splitCors } from '../routes/middleware/visitorCors.js';
 import type { RequestState } from '../routes/middleware/state.js';
 import type { RouteServices } from '../routes/services.js';
@@ -30,7 +30,7 @@ export function createApp(services: RouteServices, logger: Logger, metrics?: Met
   app.use(accessLog());
   app.use(errorMapper({ exposeInternal: config.env === 'development' }));
   // JSON answers need no sources at all; useDefaults: false keeps Helmet from merging its page-oriented defaults in.
-  app.use(helmet({ contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, crossOriginResourcePolicy: { policy: 'same-site' } }));
+  app.use(securityHeaders({ contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, crossOriginResourcePolicy: { policy: 'same-site' } }));
   app.use(
     splitCors(cors({
       // Only listed origins get CORS headers; '*' allows any origin (without credentials).

@@ -7,6 +7,7 @@ import type { RouteRegistry } from '../routes/registry.js';
 import { bearerTokenReader, type RouteServices } from '../routes/services.js';
 import { createApp } from './app.js';
 import { ActorResolver } from './auth/actor.js';
+import { CallerCache } from './auth/callerCache.js';
 import { createPolicies, type PolicyOverrides } from './policies/index.js';
 import { OtpService } from './auth/otp.js';
 import { PasswordHasher } from './auth/passwords.js';
@@ -114,6 +115,8 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
   listenForArrivals({ models: db.models, events, routing, notifications, logger });
   const apiKeys = new ApiKeyService({ models: db.models, knex: db.knex, statement: db.statement, events, hashKey: hashSecret(tokenHashKey, 'api-keys'), redis: redis?.main ?? null, requestsPerMinute: config.apiKeyRateLimitPerMinute });
   const actors = new ActorResolver(db.statement, tokens, apiKeys, { models: db.models, aiToolSecret: config.aiToolSecret });
+  // Behind a pooler that pools by transaction (prepared statements off) LISTEN cannot work, so nothing is cached.
+  const callers = new CallerCache(actors, { events, knex: db.knex, logger, mode: db.embedded ? 'local' : config.preparedStatements ? 'listen' : 'off', databaseUrl: config.databaseUrl });
   const policies = createPolicies(opts.policies);
   const templates = new TemplateService({ models: db.models });
   const observability = new ObservabilityService({ knex: db.knex });
@@ -151,6 +154,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
   const services: RouteServices = {
     config,
     actors,
+    callers,
     policies,
     rateLimits: new RateLimits(redis?.main ?? null, config.rateLimits),
     auth,
@@ -217,6 +221,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
         const applied = await db.migrate({ logger });
         if (applied.length) logger.info({ applied }, 'migrations applied');
       }
+      callers.start();
       mailer.start();
       jobs.start();
       await channels.start();
@@ -263,6 +268,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
       webhookDeliverer.close();
       await mailer.stop();
       if (redis) await redis.close();
+      await callers.stop();
       await db.close();
     },
   };

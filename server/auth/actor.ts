@@ -20,6 +20,8 @@ export interface OperatorActor {
   /** The caller's membership in the active organization, reloaded for this request; null when none. */
   membership: { id: string; role: Role; status: MembershipStatus; availability: Availability } | null;
   tokenExpiresAt: number;
+  /** When the session behind an access token ends (ms since the epoch). */
+  sessionExpiresAt?: number;
   /** Set when an organization API key is calling: the bot acts with the agent role, narrowed to these scopes. */
   apiKey?: { id: string; scopes: string[] };
 }
@@ -138,7 +140,8 @@ export class ActorResolver {
   private async fromAccessToken(token: string): Promise<OperatorActor> {
     const claims: AccessClaims = this.tokens.verifyAccess(token);
     const [row] = await this.actorStatement.rows([claims.sid, claims.sub, claims.orgId ?? null]);
-    if (!row || row.revokedAt || new Date(row.expiresAt).getTime() <= Date.now()) {
+    const sessionExpiresAt = row ? new Date(row.expiresAt).getTime() : 0;
+    if (!row || row.revokedAt || sessionExpiresAt <= Date.now()) {
       throw new Unauthorized('The session has ended; sign in again');
     }
     return {
@@ -150,6 +153,7 @@ export class ActorResolver {
       orgId: claims.orgId ?? null,
       membership: row.membershipId ? { id: row.membershipId, role: row.role, status: row.status, availability: row.availability } : null,
       tokenExpiresAt: claims.exp,
+      sessionExpiresAt,
     };
   }
 }

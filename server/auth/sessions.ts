@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import type { Models } from '../../db/index.js';
 import type { DomainEventBus } from '../events.js';
 import { Unauthorized } from '../errors.js';
+import { noticeRevocation } from './revocations.js';
 import type { TokenService } from './tokens.js';
 
 export interface TokenPair {
@@ -72,6 +73,7 @@ export class SessionService {
   async revoke(sessionIds: string[], userId: string, reason: string, trx?: Knex.Transaction): Promise<void> {
     if (sessionIds.length === 0) return;
     await this.models.AuthSession.query(trx).patch({ revokedAt: new Date(), revokedReason: reason }).whereIn('id', sessionIds).whereNull('revokedAt');
+    await noticeRevocation(trx ?? this.models.AuthSession.knex(), { userId });
     this.afterCommit(trx, () => this.events.publish('session.revoked', { userId, sessionIds }));
   }
 

@@ -1,11 +1,17 @@
 // Contact, note, attribute definition and conflict shapes for agents and the AI service.
 import type { Contact } from '../../db/models/Contact.js';
+import type { ContactIdentity } from '../../db/models/ContactIdentity.js';
 import type { ContactAttributeDefinition } from '../../db/models/ContactAttributeDefinition.js';
 import type { ContactConflict } from '../../db/models/ContactConflict.js';
 import type { ContactNote } from '../../db/models/ContactNote.js';
 import { iso } from './time.js';
 
-export function presentContact(c: Contact) {
+/** What a contact's view is made of: a loaded model, or a plain row of a list. */
+export type PresentableContact = Pick<Contact, 'id' | 'name' | 'email' | 'phone' | 'company' | 'tags' | 'attributes' | 'emailVerifiedAt' | 'lastActivityAt' | 'createdAt' | 'updatedAt' | 'mergedFrom'> & {
+  identities?: Pick<ContactIdentity, 'channel' | 'externalId'>[];
+};
+
+export function presentContact(c: PresentableContact) {
   return {
     id: c.id,
     name: c.name ?? null,

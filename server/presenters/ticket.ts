@@ -2,7 +2,10 @@ import type { Ticket } from '../../db/models/Ticket.js';
 import type { TicketEvent } from '../../db/models/TicketEvent.js';
 import { iso } from './time.js';
 
-export function presentTicket(t: Ticket) {
+/** What a ticket's view is made of: a loaded model, or a plain row of a list. */
+export type PresentableTicket = Pick<Ticket, 'id' | 'organizationId' | 'number' | 'title' | 'description' | 'status' | 'priority' | 'source' | 'contactId' | 'requesterName' | 'requesterEmail' | 'conversationId' | 'assignedTo' | 'createdBy' | 'tags' | 'dueAt' | 'resolvedAt' | 'closedAt' | 'mergedIntoId' | 'createdAt' | 'updatedAt'>;
+
+export function presentTicket(t: PresentableTicket) {
   return {
     id: t.id,
     organizationId: t.organizationId,

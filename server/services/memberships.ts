@@ -8,6 +8,7 @@ import type { User } from '../../db/models/User.js';
 import type { OperatorActor } from '../auth/actor.js';
 import { assertRole } from '../policies/roles.js';
 import type { PasswordHasher } from '../auth/passwords.js';
+import { noticeRevocation } from '../auth/revocations.js';
 import { generateLinkToken, hashSecret } from '../auth/secrets.js';
 import type { SessionMeta, SessionService, TokenPair } from '../auth/sessions.js';
 import type { DomainEventBus } from '../events.js';
@@ -168,6 +169,7 @@ export class MembershipService {
       await this.lockOrganization(orgId, trx);
       const target = await this.getMember(orgId, memberId, trx);
       await this.guard(by, target, { role, leavesOwnerRole: role !== 'owner' }, trx);
+      if (target.userId) await noticeRevocation(trx, { userId: target.userId });
       return this.models.Membership.forOrg(target.organizationId, trx).patchAndFetchById(target.id, { role });
     });
     this.publishChange(updated, false);
@@ -183,6 +185,7 @@ export class MembershipService {
       await this.guard(by, target, { leavesOwnerRole: status === 'suspended' }, trx);
       // A suspended member holds no seat; coming back takes one, within the plan's limit.
       if (status === 'active' && target.status === 'suspended') await this.requireSeat(organization, trx);
+      if (target.userId) await noticeRevocation(trx, { userId: target.userId });
       return this.models.Membership.forOrg(target.organizationId, trx).patchAndFetchById(target.id, { status: status === 'active' ? 'accepted' : 'suspended' });
     });
     this.publishChange(updated, false);
@@ -195,6 +198,7 @@ export class MembershipService {
       const target = await this.getMember(orgId, memberId, trx);
       await this.guard(by, target, { leavesOwnerRole: true }, trx);
       await this.models.Membership.forOrg(target.organizationId, trx).deleteById(target.id);
+      if (target.userId) await noticeRevocation(trx, { userId: target.userId });
       return target;
     });
     this.publishChange(removed, true);

@@ -6,6 +6,7 @@ import type { Organization, Plan } from '../../db/models/Organization.js';
 import type { Role } from '../../db/models/Membership.js';
 import type { User } from '../../db/models/User.js';
 import type { OperatorActor } from '../auth/actor.js';
+import { noticeRevocation } from '../auth/revocations.js';
 import type { SessionMeta, SessionService, TokenPair } from '../auth/sessions.js';
 import type { DomainEventBus } from '../events.js';
 import { Forbidden, NotFound, ServiceUnavailable, ValidationFailed } from '../errors.js';
@@ -121,7 +122,11 @@ export class OrganizationService {
   }
 
   async remove(orgId: string): Promise<void> {
-    const deleted = await this.models.Organization.query().deleteById(orgId);
+    const deleted = await this.deps.knex.transaction(async (trx) => {
+      const n = await this.models.Organization.query(trx).deleteById(orgId);
+      if (n > 0) await noticeRevocation(trx, { organizationId: orgId });
+      return n;
+    });
     if (deleted === 0) throw new NotFound('Organization');
     this.deps.events.publish('organization.deleted', { organizationId: orgId });
   }

@@ -1,5 +1,6 @@
 // Listing queries: literal text search, tag, a fixed set of sorts, and structured filters built with bindings only.
 import type { QueryBuilder } from 'objection';
+import type { Condition } from '../../../db/pages.js';
 import { containsPattern } from '../../../db/search.js';
 import type { Contact } from '../../../db/models/Contact.js';
 import type { ContactAttributeDefinition } from '../../../db/models/ContactAttributeDefinition.js';
@@ -60,19 +61,27 @@ export function orderBy(query: Builder, sort: ContactSort): Builder {
   return query.orderByRaw(ORDER[sort]);
 }
 
-/** `q` is matched literally (its %, _ and \ are plain characters) against name, email, phone and company. */
-export function applyText(query: Builder, q: string): void {
-  const like = containsPattern(q.trim());
-  // "+49 151 23" finds "+4915123...": phones are stored without separators.
-  const digits = q.replace(/[\s().-]/g, '');
-  query.where((w) => {
-    w.whereILike('contacts.name', like).orWhereILike('contacts.email', like).orWhereILike('contacts.company', like).orWhereILike('contacts.phone', like);
-    if (digits && digits !== q.trim()) w.orWhereILike('contacts.phone', containsPattern(digits));
-  });
+/** The fixed ORDER BY of a sort. */
+export function orderSql(sort: ContactSort): string {
+  return ORDER[sort];
 }
 
-export function applyTag(query: Builder, tag: string): void {
-  query.whereRaw('contacts.tags @> ?::jsonb', [JSON.stringify([normalizeTag(tag)])]);
+/** `q` is matched literally (its %, _ and \ are plain characters) against name, email, phone and company. */
+export function textCondition(q: string): Condition {
+  const like = containsPattern(q.trim());
+  const or = ['contacts.name ilike ?', 'contacts.email ilike ?', 'contacts.company ilike ?', 'contacts.phone ilike ?'];
+  const bindings = [like, like, like, like];
+  // "+49 151 23" finds "+4915123...": phones are stored without separators.
+  const digits = q.replace(/[\s().-]/g, '');
+  if (digits && digits !== q.trim()) {
+    or.push('contacts.phone ilike ?');
+    bindings.push(containsPattern(digits));
+  }
+  return { sql: `(${or.join(' or ')})`, bindings };
+}
+
+export function tagCondition(tag: string): Condition {
+  return { sql: 'contacts.tags @> ?::jsonb', bindings: [JSON.stringify([normalizeTag(tag)])] };
 }
 
 function invalid(index: number, message: string): ValidationFailed {

@@ -10,6 +10,18 @@ import { mergeTicket } from './merge.js';
 import { NO_REQUESTER, requesterOf, type Requester } from './requester.js';
 import { FINAL_STATUSES, numberQuery } from './rules.js';
 import type { Outbox } from '../webhooks/index.js';
+import { listPage, type Condition } from '../../../db/pages.js';
+import type { PresentableTicket } from '../../presenters/ticket.js';
+
+/** A ticket as lists show it, as plain values. */
+export type TicketListItem = PresentableTicket;
+
+/** What the list presents of each ticket, named as the presenter reads it. */
+export const LIST_COLUMNS = `tickets.id, tickets.organization_id as "organizationId", tickets.number, tickets.title, tickets.description, tickets.status,
+  tickets.priority, tickets.source, tickets.contact_id as "contactId", tickets.requester_name as "requesterName",
+  tickets.requester_email as "requesterEmail", tickets.conversation_id as "conversationId", tickets.assigned_to as "assignedTo",
+  tickets.created_by as "createdBy", tickets.tags, tickets.due_at as "dueAt", tickets.resolved_at as "resolvedAt",
+  tickets.closed_at as "closedAt", tickets.merged_into_id as "mergedIntoId", tickets.created_at as "createdAt", tickets.updated_at as "updatedAt"`;
 
 export interface TicketFilters {
   status?: TicketStatus[];
@@ -40,6 +52,30 @@ export interface ReplyDelivery {
 
 const CHANNEL_SOURCES: readonly TicketSource[] = ['email', 'widget', 'whatsapp', 'telegram'];
 
+/** The WHERE of a ticket list: the organization, then each filter given. */
+export function listConditions(orgId: string, userId: string, f: Omit<TicketFilters, 'limit' | 'offset'>): Condition[] {
+  const where: Condition[] = [{ sql: 'tickets.organization_id = ?', bindings: [orgId] }];
+  const is = (sql: string, ...bindings: unknown[]) => where.push({ sql, bindings });
+  // Merged tickets live on in their target; they show up only when asked for.
+  if (f.status?.length) is(`tickets.status in (${f.status.map(() => '?').join(', ')})`, ...f.status);
+  else is("tickets.status <> 'merged'");
+  if (f.priority) is('tickets.priority = ?', f.priority);
+  if (f.assignedTo === 'unassigned') is('tickets.assigned_to is null');
+  else if (f.assignedTo) is('tickets.assigned_to = ?', f.assignedTo === 'me' ? userId : f.assignedTo);
+  if (f.contactId) is('tickets.contact_id = ?', f.contactId);
+  if (f.conversationId) is('tickets.conversation_id = ?', f.conversationId);
+  const q = f.q?.trim();
+  if (q) {
+    // A literal substring: the pattern escapes %, _ and backslashes, so they mean themselves. ILIKE (rather than
+    // strpos) lets trigram indexes serve it on PostgreSQL.
+    const number = numberQuery(q);
+    const like = containsPattern(q);
+    if (number !== null) is('(tickets.title ilike ? or tickets.description ilike ? or tickets.number = ?)', like, like, number);
+    else is('(tickets.title ilike ? or tickets.description ilike ?)', like, like);
+  }
+  return where;
+}
+
 export class TicketService {
   readonly core: TicketCore;
   /** The internal AI service's ticket actions. */
@@ -59,29 +95,10 @@ export class TicketService {
     return this.core.models;
   }
 
-  async list(orgId: string, userId: string, f: TicketFilters): Promise<{ tickets: Ticket[]; total: number }> {
-    const base = this.models.Ticket.forOrg(orgId);
-    // Merged tickets live on in their target; they show up only when asked for.
-    if (f.status?.length) base.whereIn('tickets.status', f.status);
-    else base.whereNot('tickets.status', 'merged');
-    if (f.priority) base.where('tickets.priority', f.priority);
-    if (f.assignedTo === 'unassigned') base.whereNull('tickets.assignedTo');
-    else if (f.assignedTo) base.where('tickets.assignedTo', f.assignedTo === 'me' ? userId : f.assignedTo);
-    if (f.contactId) base.where('tickets.contactId', f.contactId);
-    if (f.conversationId) base.where('tickets.conversationId', f.conversationId);
-    const q = f.q?.trim();
-    if (q) {
-      // A literal substring: the pattern escapes %, _ and backslashes, so they mean themselves. ILIKE (rather than
-      // strpos) lets trigram indexes serve it on PostgreSQL.
-      const number = numberQuery(q);
-      const like = containsPattern(q);
-      base.where((w) => {
-        w.whereILike('tickets.title', like).orWhereILike('tickets.description', like);
-        if (number !== null) w.orWhere('tickets.number', number);
-      });
-    }
-    const [total, tickets] = await Promise.all([base.clone().resultSize(), base.clone().orderBy('tickets.number', 'desc').limit(f.limit).offset(f.offset)]);
-    return { tickets, total };
+  async list(orgId: string, userId: string, f: TicketFilters): Promise<{ tickets: TicketListItem[]; total: number }> {
+    const where = listConditions(orgId, userId, f);
+    const { rows, total } = await listPage<TicketListItem>(this.core.deps.knex, { table: 'tickets', columns: LIST_COLUMNS, where, order: 'tickets.number desc', limit: f.limit, offset: f.offset });
+    return { tickets: rows, total };
   }
 
   get(orgId: string, ticketId: string): Promise<Ticket> {

@@ -12,10 +12,12 @@ import type { AddressInfo } from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import bcrypt from 'bcrypt';
 import pg from 'pg';
-import { containsPattern } from '../../../db/search.js';
-import { normalizeTag } from '../../../server/services/contacts/fields.js';
+import type { Condition } from '../../../db/pages.js';
+import { LIST_COLUMNS as CONTACT_COLUMNS } from '../../../server/services/contacts/service.js';
+import { orderSql, tagCondition, textCondition } from '../../../server/services/contacts/search.js';
+import type { TicketStatus } from '../../../db/models/Ticket.js';
+import { listConditions, LIST_COLUMNS as TICKET_COLUMNS } from '../../../server/services/tickets/service.js';
 import { aiCallRow, type AiCallEvent } from '../../../server/services/observability.js';
-import { numberQuery } from '../../../server/services/tickets/rules.js';
 import { whatsappEvents, type WhatsAppWebhook } from '../../../server/services/channels/providers/whatsapp.js';
 import { BENCH_APP_SECRET } from '../lib/channel-webhooks.js';
 import { serveChild } from '../lib/proc.js';
@@ -146,62 +148,33 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
 }
 
 /**
- * The SQL ContactService.list and TicketService.list run (built there with Objection, so copied here as the query
- * log shows it; keep the two in sync): the count and the first page at once, then the page's contact identities.
- * Default page (limit 50, offset 0) and default order only; the helpers for patterns, tags and numbers are shared.
+ * The statement ContactService.list and TicketService.list run (db/pages.ts listPage; its columns and conditions
+ * are imported, so the two stay the same SQL): the first page with each contact's identities and the total as a
+ * scalar subquery, in one statement. Default page (limit 50, offset 0) and default order only.
  */
 async function crmList(orgId: string, u: URL): Promise<{ items: Record<string, unknown>[]; total: number } | null> {
   const p = u.searchParams;
-  const where: string[] = [];
-  const params: unknown[] = [orgId];
-  const bind = (v: unknown) => `$${params.push(v)}`;
+  const list = (table: string, columns: string, where: Condition[], order: string) => {
+    const filter = where.map((c) => c.sql).join(' and ');
+    const bindings = where.flatMap((c) => c.bindings);
+    let n = 0;
+    const sql = `select ${columns}, (select count(*) from ${table} where ${filter}) as "pageTotal" from ${table} where ${filter} order by ${order} limit ? offset ?`.replace(/\?/g, () => `$${++n}`);
+    return db.query(sql, [...bindings, ...bindings, 50, 0]);
+  };
   if (u.pathname === '/contacts') {
-    where.push('"contacts"."organization_id" = $1');
+    const where: Condition[] = [{ sql: 'contacts.organization_id = ?', bindings: [orgId] }];
     const q = p.get('q');
-    if (q?.trim()) {
-      const like = containsPattern(q.trim());
-      const digits = q.replace(/[\s().-]/g, '');
-      const or = [`"contacts"."name" ilike ${bind(like)}`, `"contacts"."email" ilike ${bind(like)}`, `"contacts"."company" ilike ${bind(like)}`, `"contacts"."phone" ilike ${bind(like)}`];
-      if (digits && digits !== q.trim()) or.push(`"contacts"."phone" ilike ${bind(containsPattern(digits))}`);
-      where.push(`(${or.join(' or ')})`);
-    }
+    if (q?.trim()) where.push(textCondition(q));
     const tag = p.get('tag');
-    if (tag) where.push(`contacts.tags @> ${bind(JSON.stringify([normalizeTag(tag)]))}::jsonb`);
-    const inner = `select "contacts".* from "contacts" where ${where.join(' and ')}`;
-    const [[count], contacts] = await Promise.all([
-      db.query(`select count(*) as "count" from (${inner}) as "temp"`, params),
-      db.query(`${inner} order by contacts.created_at desc, contacts.id desc limit $${params.length + 1}`, [...params, 50]),
-    ]);
-    if (contacts.length) {
-      const identities = await db.query(
-        `select "contact_identities".* from "contact_identities" where "contact_identities"."organization_id" = $1 and "contact_id" in (${contacts.map((_, i) => `$${i + 2}`).join(', ')}) order by "created_at" asc`,
-        [orgId, ...contacts.map((c) => c.id)],
-      );
-      for (const c of contacts) c.identities = identities.filter((r) => r.contact_id === c.id);
-    }
-    return { items: contacts, total: Number(count!.count) };
+    if (tag) where.push(tagCondition(tag));
+    const contacts = await list('contacts', CONTACT_COLUMNS, where, orderSql('-createdAt'));
+    return { items: contacts, total: Number(contacts[0]?.pageTotal ?? 0) };
   }
   if (u.pathname === '/tickets') {
-    where.push('"tickets"."organization_id" = $1');
-    const status = p.getAll('status').flatMap((v) => v.split(','));
-    if (status.length) where.push(`"tickets"."status" in (${status.map(bind).join(', ')})`);
-    else where.push(`not "tickets"."status" = ${bind('merged')}`);
-    const assignedTo = p.get('assignedTo');
-    if (assignedTo) where.push(`"tickets"."assigned_to" = ${bind(assignedTo)}`);
-    const q = p.get('q')?.trim();
-    if (q) {
-      const number = numberQuery(q);
-      const like = containsPattern(q);
-      const or = [`"tickets"."title" ilike ${bind(like)}`, `"tickets"."description" ilike ${bind(like)}`];
-      if (number !== null) or.push(`"tickets"."number" = ${bind(number)}`);
-      where.push(`(${or.join(' or ')})`);
-    }
-    const inner = `select "tickets".* from "tickets" where ${where.join(' and ')}`;
-    const [[count], tickets] = await Promise.all([
-      db.query(`select count(*) as "count" from (${inner}) as "temp"`, params),
-      db.query(`${inner} order by "tickets"."number" desc limit $${params.length + 1}`, [...params, 50]),
-    ]);
-    return { items: tickets, total: Number(count!.count) };
+    const status = p.getAll('status').flatMap((v) => v.split(',')) as TicketStatus[];
+    const where = listConditions(orgId, '', { status: status.length ? status : undefined, assignedTo: p.get('assignedTo') ?? undefined, q: p.get('q') ?? undefined });
+    const tickets = await list('tickets', TICKET_COLUMNS, where, 'tickets.number desc');
+    return { items: tickets, total: Number(tickets[0]?.pageTotal ?? 0) };
   }
   return null;
 }

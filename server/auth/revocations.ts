@@ -1,0 +1,145 @@
+// Revocations of access (logout, reuse detection, password change, suspension, removal, role change, a deleted
+// organization) as every instance hears them: from this instance's domain events, and from the others through
+// PostgreSQL NOTIFY. Whatever remembers callers for a moment (callerCache.ts) drops them on these.
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import pg from 'pg';
+import type { DomainEventBus } from '../events.js';
+import type { Logger } from '../logger.js';
+
+/** The PostgreSQL channel revocations travel on between instances. */
+export const REVOCATION_CHANNEL = 'caller_revoked';
+const RECONNECT_MS = 1_000;
+
+/** Who lost access: every token of a user, every token of an organization, or (while deaf) anyone. */
+export type Revocation = { userId: string } | { organizationId: string } | { everyone: true };
+
+/**
+ * `local`: one process serves the database (embedded), domain events are every revocation there is. `listen`:
+ * PostgreSQL shared by instances, revocations also come by NOTIFY. `off`: nothing is cached (behind a pooler that
+ * pools by transaction, where LISTEN cannot work).
+ */
+export type RevocationMode = 'local' | 'listen' | 'off';
+
+export interface RevocationDeps {
+  events: DomainEventBus;
+  knex: Knex;
+  logger: Logger;
+  mode: RevocationMode;
+  /** The database the instances share (`listen`). */
+  databaseUrl?: string | null;
+}
+
+/**
+ * Hears every revocation that concerns a cached caller, made here (domain events) or on another instance
+ * (PostgreSQL NOTIFY on REVOCATION_CHANNEL, sent after the revoking transaction committed). `live` is true only
+ * while this instance is sure to hear them all: with the embedded database always (one process serves it); on
+ * PostgreSQL while the listening connection is up and has received its own probe (a pooler that cannot LISTEN
+ * never delivers it, so nothing is cached behind one).
+ */
+export class Revocations {
+  private listeners = new Set<(r: Revocation) => void>();
+  private client: pg.Client | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private probe: string | null = null;
+  live: boolean;
+  /** Bumped by every revocation and every change of `live`: an answer loaded across a bump is not kept. */
+  generation = 0;
+
+  constructor(
+    private readonly deps: RevocationDeps,
+  ) {
+    this.live = deps.mode === 'local';
+    const announce = (r: Revocation) => {
+      this.apply(r);
+      if (deps.mode === 'listen') {
+        deps.knex.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(r)]).catch((err: Error) => deps.logger.warn({ err }, 'could not tell other instances of a revocation'));
+      }
+    };
+    deps.events.on('session.revoked', ({ userId }) => announce({ userId }));
+    deps.events.on('membership.changed', ({ userId }) => userId && announce({ userId }));
+    deps.events.on('organization.deleted', ({ organizationId }) => announce({ organizationId }));
+  }
+
+  onRevoke(listener: (r: Revocation) => void): void {
+    this.listeners.add(listener);
+  }
+
+  private apply(r: Revocation): void {
+    this.generation += 1;
+    for (const listener of this.listeners) listener(r);
+  }
+
+  private setLive(live: boolean): void {
+    if (this.live === live) return;
+    this.live = live;
+    this.generation += 1;
+    // Whatever was kept while revocations could be missed is dropped: everything.
+    for (const listener of this.listeners) listener({ everyone: true });
+  }
+
+  start(): void {
+    if (this.deps.mode !== 'listen' || this.stopped) return;
+    void this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    this.timer = null;
+    const client = new pg.Client({ connectionString: this.deps.databaseUrl ?? undefined });
+    this.client = client;
+    const lost = () => {
+      if (this.client !== client) return;
+      this.client = null;
+      this.setLive(false);
+      client.end().catch(() => undefined);
+      if (!this.stopped) this.timer = setTimeout(() => void this.connect(), RECONNECT_MS).unref();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', (n) => {
+      if (n.channel !== REVOCATION_CHANNEL || !n.payload) return;
+      let r: Revocation & { probe?: string };
+      try {
+        r = JSON.parse(n.payload);
+      } catch {
+        return;
+      }
+      if (r.probe !== undefined) {
+        if (r.probe === this.probe && this.client === client) this.setLive(true);
+        return;
+      }
+      this.apply(r);
+    });
+    try {
+      await client.connect();
+      await client.query(`listen ${REVOCATION_CHANNEL}`);
+      if (this.stopped) return void client.end().catch(() => undefined);
+      // Sent through the pool, as revocations are: heard here only if notifications really reach this connection.
+      this.probe = randomUUID();
+      await this.deps.knex.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify({ probe: this.probe })]);
+    } catch (err) {
+      this.deps.logger.debug({ err }, 'the revocation listener could not connect; callers are not cached meanwhile');
+      lost();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    const client = this.client;
+    this.client = null;
+    this.live = this.deps.mode === 'local';
+    await client?.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Tells the other instances, inside the transaction that revokes: PostgreSQL delivers the notice when it commits,
+ * before the revoking request can answer. (The domain event that follows the commit tells this instance, and tells
+ * the others again.) Nothing to do on the embedded database, which one process serves.
+ */
+export async function noticeRevocation(db: Knex | Knex.Transaction, revocation: { userId: string } | { organizationId: string }): Promise<void> {
+  if ((db.client as { config?: { client?: unknown } }).config?.client !== 'pg') return;
+  await db.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(revocation)]);
+}
