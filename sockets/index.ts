@@ -93,7 +93,7 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     try {
       // The same resolver as REST; an agent socket is for reading the organization's conversations, so it needs
       // what a REST read of them needs (a key: conversations:read; a person: an accepted membership).
-      const actor = await deps.actors.fromToken(token);
+      const actor = await deps.actors.fromToken(token, credential);
       if (actor.kind === 'operator') {
         if (actor.orgId !== orgId) return refuse('forbidden', `the ${actor.apiKey ? 'key' : 'token'} is for another organization`);
         authorize(actor, deps.policies.conversation.read, actor.membership);

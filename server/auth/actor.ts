@@ -127,12 +127,12 @@ export class ActorResolver {
     this.visitorSessions = new Batched((inputs) => rowsByInput(visitorStatement, inputs), BATCH_LIMITS);
   }
 
-  /** Any bearer credential: an access token or API key (operator) or a widget_session token (visitor). */
-  async fromToken(token: string): Promise<OperatorActor | VisitorActor> {
-    const kind = credentialKind(token);
+  /** Any bearer credential: an access token or API key (operator) or a widget_session token (visitor); `kind` when the caller already read it. */
+  async fromToken(token: string, kind: CredentialKind = credentialKind(token)): Promise<OperatorActor | VisitorActor> {
     if (kind === 'widget_session') return this.visitor(token);
     if (kind === 'unknown') throw new Unauthorized('The token is invalid or has expired');
-    return this.operator(token);
+    if (this.apiKeys && kind === 'api_key') return this.apiKeys.authenticate(token);
+    return this.fromAccessToken(token);
   }
 
   /** An operator: an organization API key, or an access token whose session is live (401 for any other kind). */
