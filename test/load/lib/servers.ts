@@ -2,6 +2,7 @@
 // handler, each a child process pinned to the server core; the generator pins itself to the other one.
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Options, ScenarioName } from './options.js';
@@ -45,6 +46,8 @@ export interface AppSettings {
   redis: boolean;
   /** Reuse an embedded directory (rare; every scenario starts fresh by default). */
   dataDir?: string;
+  /** Listen on this port (a restarted instance keeps its address); default: any free one. */
+  port?: number;
 }
 
 let template: Promise<string> | null = null;
@@ -110,6 +113,7 @@ export async function startApp(ctx: RunContext, name: string, settings: AppSetti
   const dataDir = postgres ? null : (settings.dataDir ?? (await embeddedDir(ctx)));
   // On PostgreSQL DATA_DIR holds nothing (the secrets are given); it still has to be a directory of its own.
   const env = appEnv(ctx, dataDir ?? mkdtempSync(path.join(tmpdir(), 'support-bench-unused-')), postgres, settings.redis);
+  if (settings.port) env.PORT = String(settings.port);
   const child = await spawnChild(name, 'serve.ts', env, ctx.serverCore);
   return {
     child,
@@ -124,8 +128,8 @@ export async function startApp(ctx: RunContext, name: string, settings: AppSetti
 }
 
 /** The bare Socket.IO relay (no auth, no database), with the Redis adapter when `redis`. */
-export async function startRelay(ctx: RunContext, name: string, redis: boolean): Promise<{ child: Child; url: string }> {
-  const child = await spawnChild(name, 'baselines/relay.ts', { REDIS_URL: redis ? (ctx.options.redisUrl ?? '') : '' }, ctx.serverCore);
+export async function startRelay(ctx: RunContext, name: string, redis: boolean, port = 0): Promise<{ child: Child; url: string }> {
+  const child = await spawnChild(name, 'baselines/relay.ts', { REDIS_URL: redis ? (ctx.options.redisUrl ?? '') : '', PORT: String(port) }, ctx.serverCore);
   return { child, url: `http://127.0.0.1:${child.port}` };
 }
 
@@ -138,6 +142,18 @@ export async function startHttpDb(ctx: RunContext, dataDir: string | null): Prom
   };
   const child = await spawnChild('http-db baseline', 'baselines/http-db.ts', env, ctx.serverCore);
   return { child, url: `http://127.0.0.1:${child.port}`, database: dataDir ? 'PGlite' : 'PostgreSQL (pg)' };
+}
+
+/** A port free right now on loopback, for a server that must come back on the same address after a restart. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
 }
 
 /** Stops every child even when one stop fails. */
