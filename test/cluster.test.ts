@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { addMember, signUp } from './helpers/factories.js';
 import { newVisitor, startConversation } from './helpers/live.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { connectOk, disconnected, nextEvent, request } from './helpers/sockets.js';
+import { connectOk, disconnected, nextEvent, refusal, request } from './helpers/sockets.js';
 import { Api } from './helpers/http.js';
 
 describe('two instances over Redis', function () {
@@ -90,5 +90,29 @@ describe('two instances over Redis', function () {
     const res = await new Api(a.baseUrl).post('/auth/logout', {}, { token: owner.accessToken });
     expect(res.status).to.equal(200);
     expect(await gone).to.equal('io server disconnect');
+  });
+
+  // Each instance answers a token it saw moments ago from memory; a revocation made through the other instance must
+  // reach that memory before the token's next handshake.
+  it('refuses, on the instance that just let it in, a session logged out through the other', async () => {
+    const owner = await signUp(a.server, a.baseUrl);
+    (await connectOk(b.baseUrl, owner.orgId, owner.accessToken)).close();
+    const res = await new Api(a.baseUrl).post('/auth/logout', {}, { token: owner.accessToken });
+    expect(res.status).to.equal(200);
+    expect(await refusal(b.baseUrl, owner.orgId, owner.accessToken)).to.equal('unauthorized');
+    expect(await refusal(a.baseUrl, owner.orgId, owner.accessToken)).to.equal('unauthorized');
+  });
+
+  it('refuses, on the instance that just let them in, a member suspended or removed through the other, and lets them back once reactivated', async () => {
+    const owner = await signUp(a.server, a.baseUrl);
+    const agent = await addMember(a.server, owner, 'agent');
+    (await connectOk(b.baseUrl, owner.orgId, agent.accessToken)).close();
+    const path = `/memberships/organizations/${owner.orgId}/members/${agent.membershipId}`;
+    expect((await owner.api.patch(`${path}/status`, { status: 'suspended' }, { token: owner.accessToken })).status).to.equal(200);
+    expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
+    expect((await owner.api.patch(`${path}/status`, { status: 'active' }, { token: owner.accessToken })).status).to.equal(200);
+    (await connectOk(b.baseUrl, owner.orgId, agent.accessToken)).close();
+    expect((await owner.api.delete(path, { token: owner.accessToken })).status).to.equal(200);
+    expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
   });
 });

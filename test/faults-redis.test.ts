@@ -6,7 +6,7 @@ import { newVisitor, startConversation } from './helpers/live.js';
 import { captureLogs, unhandledRejections, type CapturedLogs } from './helpers/logs.js';
 import { redisServerAvailable, testRedis, type TestRedis } from './helpers/redis.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { collect, connectOk, disconnected, nextEvent, request, settle, type ClientSocket } from './helpers/sockets.js';
+import { collect, connectOk, disconnected, nextEvent, refusal, request, settle, type ClientSocket } from './helpers/sockets.js';
 import { waitFor } from './helpers/wait.js';
 
 /** Readiness with a client-side bound: a hanging probe fails the test instead of stalling it. */
@@ -227,6 +227,8 @@ describe('Redis outage between two instances', function () {
     expect(acked.length).to.be.greaterThan(5);
     const loggedOut = await new Api(a.baseUrl).post('/auth/logout', {}, { token: login.body.data.accessToken });
     expect(loggedOut.status).to.equal(200);
+    // B let that token in moments ago, but cannot hear A's revocations now: it must ask the database again.
+    expect(await refusal(b.baseUrl, owner.orgId, login.body.data.accessToken)).to.equal('unauthorized');
 
     await redis.start();
     await waitFor(() => a.server.redis?.isUp && b.server.redis?.isUp, { timeoutMs: 15_000, what: 'both links back' });

@@ -1,11 +1,12 @@
 // Resolves every caller once into one actor type: an operator (a person, or an organization API key acting as a bot),
 // a widget visitor, or the internal AI service. REST and the socket handshake both ask here.
 import jwt from 'jsonwebtoken';
+import { Batched } from '../../db/batched.js';
 import type { Models } from '../../db/index.js';
 import type { Statement, StatementFactory } from '../../db/statements.js';
 import type { Availability, Role, MembershipStatus } from '../../db/models/Membership.js';
-import type { VisitorSession } from '../../db/models/VisitorSession.js';
 import { ServiceUnavailable, Unauthorized } from '../errors.js';
+import { isUuid } from '../validation.js';
 import { safeEqual } from './secrets.js';
 import type { AccessClaims, TokenService } from './tokens.js';
 
@@ -58,6 +59,7 @@ export function credentialKind(token: string): CredentialKind {
 }
 
 interface ActorRow {
+  i: number;
   revokedAt: Date | null;
   expiresAt: Date;
   email: string;
@@ -68,17 +70,50 @@ interface ActorRow {
   availability: Availability;
 }
 
-// Every authenticated request and handshake runs this, so it is a prepared statement.
+interface VisitorRow {
+  i: number;
+  id: string;
+  widgetId: string;
+  name: string | null;
+  email: string | null;
+  allowedOrigins: string[] | null;
+}
+
+// Every authenticated request and handshake runs these, so they are prepared statements, and the callers of one
+// event-loop turn share one run (db/batched.ts): a reconnect storm costs a statement per batch, not per socket.
+// `= any(array(...))` lets the planner find the rows by primary key (it cannot size the recordset).
 const ACTOR_SQL = `
-select s.revoked_at as "revokedAt", s.expires_at as "expiresAt", u.email, u.name,
+with input as (select * from jsonb_to_recordset($1::jsonb) as i(i int, sid uuid, uid uuid, org uuid))
+select i.i, s.revoked_at as "revokedAt", s.expires_at as "expiresAt", u.email, u.name,
        m.id as "membershipId", m.role, m.status, m.availability
-from auth_sessions s
+from input i
+join auth_sessions s on s.id = i.sid and s.user_id = i.uid
 join users u on u.id = s.user_id
-left join memberships m on m.user_id = u.id and m.organization_id = $3::uuid
-where s.id = $1::uuid and s.user_id = $2::uuid`;
+left join memberships m on m.user_id = u.id and m.organization_id = i.org
+where s.id = any(array(select sid from input))`;
+
+// The visitor session and its widget's allowed origins together: the one query of a visitor's handshake.
+const VISITOR_SQL = `
+with input as (select * from jsonb_to_recordset($1::jsonb) as i(i int, sid uuid, org uuid))
+select i.i, v.id, v.widget_id as "widgetId", v.name, v.email, w.allowed_origins as "allowedOrigins"
+from input i
+join visitor_sessions v on v.id = i.sid and v.organization_id = i.org
+join widgets w on w.id = v.widget_id
+where v.id = any(array(select sid from input))`;
+
+const BATCH_LIMITS = { maxBatch: 200, concurrency: 2 };
+
+/** Runs a batched statement over `inputs` (numbered in order) and hands each input its row. */
+async function rowsByInput<Row extends { i: number }>(statement: Statement<Row>, inputs: Record<string, unknown>[]): Promise<(Row | undefined)[]> {
+  const rows = await statement.rows([JSON.stringify(inputs.map((input, i) => ({ i, ...input })))]);
+  const out: (Row | undefined)[] = new Array(inputs.length);
+  for (const row of rows) out[row.i] = row;
+  return out;
+}
 
 export class ActorResolver {
-  private readonly actorStatement: Statement<ActorRow>;
+  private readonly sessions: Batched<{ sid: string; uid: string; org: string | null }, ActorRow>;
+  private readonly visitorSessions: Batched<{ sid: string; org: string }, VisitorRow>;
 
   constructor(
     statement: StatementFactory,
@@ -88,15 +123,18 @@ export class ActorResolver {
     /** Visitor sessions live in the database; the AI service's secret is configured (null: its routes answer 503). */
     private readonly others: { models?: Models; aiToolSecret?: string | null } = {},
   ) {
-    this.actorStatement = statement<ActorRow>('resolve_actor', ACTOR_SQL);
+    const actorStatement = statement<ActorRow>('resolve_actors', ACTOR_SQL);
+    const visitorStatement = statement<VisitorRow>('resolve_visitors', VISITOR_SQL);
+    this.sessions = new Batched((inputs) => rowsByInput(actorStatement, inputs), BATCH_LIMITS);
+    this.visitorSessions = new Batched((inputs) => rowsByInput(visitorStatement, inputs), BATCH_LIMITS);
   }
 
-  /** Any bearer credential: an access token or API key (operator) or a widget_session token (visitor). */
-  async fromToken(token: string): Promise<OperatorActor | VisitorActor> {
-    const kind = credentialKind(token);
+  /** Any bearer credential: an access token or API key (operator) or a widget_session token (visitor); `kind` when the caller already read it. */
+  async fromToken(token: string, kind: CredentialKind = credentialKind(token)): Promise<OperatorActor | VisitorActor> {
     if (kind === 'widget_session') return this.visitor(token);
     if (kind === 'unknown') throw new Unauthorized('The token is invalid or has expired');
-    return this.operator(token);
+    if (this.apiKeys && kind === 'api_key') return this.apiKeys.authenticate(token);
+    return this.fromAccessToken(token);
   }
 
   /** An operator: an organization API key, or an access token whose session is live (401 for any other kind). */
@@ -107,14 +145,11 @@ export class ActorResolver {
 
   /** A visitor: a widget_session token whose visitor session still exists (401 for any other kind). */
   async visitor(token: string): Promise<VisitorActor> {
-    const models = this.others.models;
-    if (!models) throw new ServiceUnavailable('Visitors are not served here');
+    if (!this.others.models) throw new ServiceUnavailable('Visitors are not served here');
     const claims = this.tokens.verifyWidget(token);
-    // One query on the connect path: the session and its widget's allowed origins together.
-    const session = (await models.VisitorSession.forOrg(claims.orgId)
-      .join('widgets as w', 'w.id', 'visitor_sessions.widget_id')
-      .findById(claims.sessionId)
-      .select('visitor_sessions.id', 'visitor_sessions.widget_id', 'visitor_sessions.name', 'visitor_sessions.email', 'w.allowed_origins')) as (VisitorSession & { allowedOrigins: string[] | null }) | undefined;
+    // One malformed id would fail the whole batch's cast: such a token names no session.
+    if (!isUuid(claims.sessionId) || !isUuid(claims.orgId)) throw new Unauthorized('The widget session has ended');
+    const session = await this.visitorSessions.load({ sid: claims.sessionId, org: claims.orgId });
     if (!session || session.widgetId !== claims.widgetId) throw new Unauthorized('The widget session has ended');
     return {
       kind: 'visitor',
@@ -139,7 +174,7 @@ export class ActorResolver {
   /** One query: session liveness, the user and the membership of the token's organization. */
   private async fromAccessToken(token: string): Promise<OperatorActor> {
     const claims: AccessClaims = this.tokens.verifyAccess(token);
-    const [row] = await this.actorStatement.rows([claims.sid, claims.sub, claims.orgId ?? null]);
+    const row = await this.sessions.load({ sid: claims.sid, uid: claims.sub, org: claims.orgId ?? null });
     const sessionExpiresAt = row ? new Date(row.expiresAt).getTime() : 0;
     if (!row || row.revokedAt || sessionExpiresAt <= Date.now()) {
       throw new Unauthorized('The session has ended; sign in again');

@@ -279,9 +279,11 @@
         if (err && err.message === 'unauthorized') ensureToken(true).then(function () { socket.connect(); }, function () {});
       });
       // Socket.IO reconnects by itself after a network loss, not when the server closed the socket (an instance
-      // stopping, a token expiring): then connect again, with a fresh token when needed; `connect` syncs.
+      // stopping, a token expiring): then connect again, with a fresh token when needed; `connect` syncs. The first
+      // try waits 0.5-1.5 s at random (Socket.IO's own backoff and jitter take over if it fails), so the visitors of a
+      // restarting instance do not all come back in the same instant.
       socket.on('disconnect', function (reason) {
-        if (reason === 'io server disconnect') setTimeout(function () { ensureToken(false).then(function () { socket.connect(); }, function () {}); }, 500);
+        if (reason === 'io server disconnect') setTimeout(function () { ensureToken(false).then(function () { socket.connect(); }, function () {}); }, 500 + Math.random() * 1000);
       });
       socket.on('session_expired', function () { ensureToken(true).then(function () { socket.connect(); }, function () {}); });
       socket.on('new_message', function (p) {

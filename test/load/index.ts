@@ -16,10 +16,11 @@ import { connections } from './scenarios/connections.js';
 import { crm } from './scenarios/crm.js';
 import { knowledge } from './scenarios/knowledge.js';
 import { ingest } from './scenarios/ingest.js';
+import { reconnect } from './scenarios/reconnect.js';
 import { rest } from './scenarios/rest.js';
 import { webhooks } from './scenarios/webhooks.js';
 
-const REGISTRY: Scenario[] = [connections, chat, cluster, rest, ingest, crm, analytics, webhooks, knowledge, channels];
+const REGISTRY: Scenario[] = [connections, reconnect, chat, cluster, rest, ingest, crm, analytics, webhooks, knowledge, channels];
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -42,10 +43,10 @@ try {
 
 const machine = machineInfo();
 // Every socket is a file descriptor, in the generator and in the server.
-const needed = options.visitors + options.agents + 512;
+const needed = Math.max(options.visitors, options.scenarios.includes('reconnect') ? options.reconnectVisitors : 0) + options.agents + 512;
 const fdLimit = Number(machine.fileDescriptorLimit);
-if (options.scenarios.some((s) => s === 'connections' || s === 'chat' || s === 'cluster') && Number.isFinite(fdLimit) && fdLimit < needed) {
-  log(`bench: ${options.visitors + options.agents} sockets need about ${needed} open files, but the limit is ${fdLimit}; raise it (ulimit -n ${needed}) or lower --visitors`);
+if (options.scenarios.some((s) => s === 'connections' || s === 'reconnect' || s === 'chat' || s === 'cluster') && Number.isFinite(fdLimit) && fdLimit < needed) {
+  log(`bench: ${needed - 512} sockets need about ${needed} open files, but the limit is ${fdLimit}; raise it (ulimit -n ${needed}) or lower --visitors`);
   process.exit(2);
 }
 

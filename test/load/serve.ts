@@ -40,7 +40,9 @@ serveChild(
     pauseJobs: () => server.jobs.stop(),
     resumeJobs: () => server.jobs.start(),
     // On a shared PostgreSQL the run removes its rows; an embedded data directory is deleted instead.
-    cleanup: async () => {
+    // A restarted instance never seeded: it is told the run whose rows to remove.
+    cleanup: async (args: { runId?: string }) => {
+      if (args.runId) runIds.add(args.runId);
       for (const runId of runIds) await cleanup(server, runId);
       runIds.clear();
     },

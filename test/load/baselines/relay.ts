@@ -48,7 +48,8 @@ io.of(/^\/orgs\/[0-9a-f-]{36}$/).on('connection', (socket) => {
   });
 });
 
-await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+// PORT: a restarted relay comes back on the address its clients reconnect to.
+await new Promise<void>((resolve) => http.listen(Number(process.env.PORT) || 0, '127.0.0.1', resolve));
 serveChild(
   (http.address() as AddressInfo).port,
   {

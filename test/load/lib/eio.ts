@@ -34,6 +34,10 @@ export class EioClient {
   connected = false;
   /** Set when the connection ended without close() from this side. */
   lost = false;
+  /** Called once per connection that ends without close() from this side (a reconnecting client starts over). */
+  onLost: (() => void) | null = null;
+  /** Called the moment the namespace accepts the socket, before any event that arrived with the acceptance. */
+  onJoin: (() => void) | null = null;
 
   constructor(
     readonly baseUrl: string,
@@ -59,6 +63,7 @@ export class EioClient {
   private attempt(timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       let settled = false;
+      let joined = false;
       const settle = (err?: Error) => {
         if (settled) return;
         settled = true;
@@ -80,6 +85,8 @@ export class EioClient {
         if (this.connected) this.lost = true;
         this.connected = false;
         settle(new Error('closed'));
+        // close() from this side forgets the websocket first; anything else ends a connection that was up.
+        if (joined && this.ws === ws) this.onLost?.();
       });
       ws.on('message', (data: Buffer) => {
         const frame = data.toString();
@@ -89,7 +96,9 @@ export class EioClient {
           if (type === 50 /* 2 event */) this.onEvent?.(frame);
           else if (type === 51 /* 3 ack */) this.handleAck(frame);
           else if (type === 48 /* 0 connect */) {
+            joined = true;
             this.connected = true;
+            this.onJoin?.();
             settle();
           } else if (type === 52 /* 4 connect_error */) {
             const body = frame.slice(this.eventPrefixLength);
@@ -103,6 +112,8 @@ export class EioClient {
           } else if (type === 49 /* 1 disconnect */) {
             this.lost = true;
             this.connected = false;
+            // The namespace is gone for this connection: drop it, so that 'close' starts a reconnect.
+            ws.terminate();
           }
         } else if (kind === 50 /* 2 ping */) ws.send('3');
         else if (kind === 48 /* 0 open */) ws.send(`40${this.nsp},${JSON.stringify(this.auth)}`);

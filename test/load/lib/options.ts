@@ -6,7 +6,7 @@ import { LOAD_DIR } from './proc.js';
 export const REDIS_ADAPTERS = ['sharded', 'classic'] as const;
 export type RedisAdapterKind = (typeof REDIS_ADAPTERS)[number];
 
-export const SCENARIOS = ['connections', 'chat', 'cluster', 'rest', 'ingest', 'crm', 'analytics', 'webhooks', 'knowledge', 'channels'] as const;
+export const SCENARIOS = ['connections', 'reconnect', 'chat', 'cluster', 'rest', 'ingest', 'crm', 'analytics', 'webhooks', 'knowledge', 'channels'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface Options {
@@ -27,6 +27,10 @@ export interface Options {
   duration: number;
   /** Seconds a chat step waits for late deliveries after its last send. */
   drain: number;
+  /** Visitor sockets of the reconnect scenario (plus --agents). */
+  reconnectVisitors: number;
+  /** Messages per second visitors send while the reconnect scenario's server restarts. */
+  reconnectRate: number;
   /** Socket handshakes in flight during a ramp. */
   concurrency: number;
   /** HTTP connections autocannon keeps busy. */
@@ -62,7 +66,7 @@ export interface Options {
 
 export const USAGE = `npm run bench -- [flags]
 
-  --scenarios=connections,chat,cluster,rest,ingest,crm,analytics,webhooks,knowledge,channels   which to run (default: all)
+  --scenarios=connections,reconnect,chat,cluster,rest,ingest,crm,analytics,webhooks,knowledge,channels   which to run (default: all)
   --quick              smoke run with tiny sizes (CI: proves the harness works; figures mean nothing)
   --visitors=N         widget visitors (default 10000)
   --agents=N           agents, spread over the organizations (default 100)
@@ -76,6 +80,8 @@ export const USAGE = `npm run bench -- [flags]
   --rates=a,b,c        chat send rates in messages/s, stepped up to the knee (default 100,200,400,800,1600,2400,3200,4800,6400)
   --duration=S         seconds per chat step and per HTTP measure (default 5)
   --drain=S            seconds a chat step waits for late deliveries (default 3)
+  --reconnect-visitors=N   reconnect: visitor sockets that lose their server and come back (default 10000; --quick 300)
+  --reconnect-rate=N   reconnect: messages/s visitors keep sending meanwhile (default 200; --quick 20)
   --concurrency=N      socket handshakes in flight while ramping (default 200)
   --connections=N      HTTP connections for autocannon (default 16)
   --login-cost=N       bcrypt cost for the login measure (default BCRYPT_COST or 12)
@@ -135,6 +141,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     rates: quick ? [20, 40] : [100, 200, 400, 800, 1600, 2400, 3200, 4800, 6400],
     duration: quick ? 2 : 5,
     drain: quick ? 2 : 3,
+    reconnectVisitors: quick ? 300 : 10_000,
+    reconnectRate: quick ? 20 : 200,
     concurrency: quick ? 20 : 200,
     connections: quick ? 4 : 16,
     loginCost: env.BCRYPT_COST ? int('login-cost', env.BCRYPT_COST, 4) : 12,
@@ -180,6 +188,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       case 'rates': o.rates = value.split(',').map((r) => num(name, r)).sort((a, b) => a - b); break;
       case 'duration': o.duration = num(name, value); break;
       case 'drain': o.drain = num(name, value); break;
+      case 'reconnect-visitors': o.reconnectVisitors = int(name, value, 1); break;
+      case 'reconnect-rate': o.reconnectRate = num(name, value); break;
       case 'concurrency': o.concurrency = int(name, value, 1); break;
       case 'connections': o.connections = int(name, value, 1); break;
       case 'login-cost': o.loginCost = int(name, value, 4); break;

@@ -3,6 +3,7 @@
 // listed core); the generator pins itself to the cores left.
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Options, RedisAdapterKind, ScenarioName } from './options.js';
@@ -49,6 +50,8 @@ export interface AppSettings {
   instance?: number;
   /** REDIS_ADAPTER of the instance (with `redis`); unset: the app's default. */
   adapter?: RedisAdapterKind;
+  /** Listen on this port (a restarted instance keeps its address); default: any free one. */
+  port?: number;
 }
 
 let template: Promise<string> | null = null;
@@ -115,6 +118,7 @@ export async function startApp(ctx: RunContext, name: string, settings: AppSetti
   // On PostgreSQL DATA_DIR holds nothing (the secrets are given); it still has to be a directory of its own.
   const env = appEnv(ctx, dataDir ?? mkdtempSync(path.join(tmpdir(), 'support-bench-unused-')), postgres, settings.redis);
   if (settings.adapter) env.REDIS_ADAPTER = settings.adapter;
+  if (settings.port) env.PORT = String(settings.port);
   const child = await spawnChild(name, 'serve.ts', env, coreOf(ctx, settings.instance));
   return {
     child,
@@ -128,9 +132,17 @@ export async function startApp(ctx: RunContext, name: string, settings: AppSetti
   };
 }
 
-/** The bare Socket.IO relay (no auth, no database), with the Redis adapter when `redis` (`adapter`: which one). */
-export async function startRelay(ctx: RunContext, name: string, redis: boolean, instance = 0, adapter: RedisAdapterKind = 'classic'): Promise<{ child: Child; url: string }> {
-  const child = await spawnChild(name, 'baselines/relay.ts', { REDIS_URL: redis ? (ctx.options.redisUrl ?? '') : '', REDIS_ADAPTER: adapter }, coreOf(ctx, instance));
+/**
+ * The bare Socket.IO relay (no auth, no database), with the Redis adapter when `redis` (`adapter`: which one);
+ * `instance` picks its core like the app's, `port` keeps its address across a restart (0: any free one).
+ */
+export async function startRelay(
+  ctx: RunContext,
+  name: string,
+  redis: boolean,
+  { instance = 0, adapter = 'classic', port = 0 }: { instance?: number; adapter?: RedisAdapterKind; port?: number } = {},
+): Promise<{ child: Child; url: string }> {
+  const child = await spawnChild(name, 'baselines/relay.ts', { REDIS_URL: redis ? (ctx.options.redisUrl ?? '') : '', REDIS_ADAPTER: adapter, PORT: String(port) }, coreOf(ctx, instance));
   return { child, url: `http://127.0.0.1:${child.port}` };
 }
 
@@ -143,6 +155,18 @@ export async function startHttpDb(ctx: RunContext, dataDir: string | null): Prom
   };
   const child = await spawnChild('http-db baseline', 'baselines/http-db.ts', env, coreOf(ctx));
   return { child, url: `http://127.0.0.1:${child.port}`, database: dataDir ? 'PGlite' : 'PostgreSQL (pg)' };
+}
+
+/** A port free right now on loopback, for a server that must come back on the same address after a restart. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
 }
 
 /** Stops every child even when one stop fails. */

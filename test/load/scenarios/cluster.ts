@@ -98,7 +98,7 @@ export const cluster: Scenario = {
     // The relays wait beside the app instances (each idle while the other is measured), so each app measure and
     // its baseline run one right after the other: a busy spell of a shared machine then hits a pair, not one side.
     const relayAdapter = o.adapters[0]!;
-    const relays = [await startRelay(ctx, 'relay A', true, 0, relayAdapter), await startRelay(ctx, 'relay B', true, 1, relayAdapter)];
+    const relays = [await startRelay(ctx, 'relay A', true, { instance: 0, adapter: relayAdapter }), await startRelay(ctx, 'relay B', true, { instance: 1, adapter: relayAdapter })];
     const [ra, rb] = relays as [(typeof relays)[0], (typeof relays)[0]];
     try {
       for (const [k, adapter] of o.adapters.entries()) {

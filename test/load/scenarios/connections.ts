@@ -17,6 +17,8 @@ interface RampMeasure {
   heapPerSocketKb: number;
   rssMb: number;
   serverCpu: number;
+  /** Server CPU time per connected socket over the ramp: the handshake's cost, whatever the machine's other load. */
+  cpuPerHandshakeMs: number;
   generator: GeneratorHealth;
   lostDuringHold: number;
   refusal: string | null;
@@ -49,6 +51,7 @@ async function measureRamp(ctx: RunContext, server: Child, url: string, orgs: Se
     heapPerSocketKb: round((after.heapUsedBytes - before.heapUsedBytes) / n / 1024, 2),
     rssMb: round(after.rssBytes / 2 ** 20, 0),
     serverCpu: serverCpu(cpu0, cpu1),
+    cpuPerHandshakeMs: round((cpu1.cpuMicros - cpu0.cpuMicros) / 1000 / n, 3),
     generator,
     lostDuringHold,
     refusal,
@@ -91,6 +94,7 @@ export const connections: Scenario = {
       rows: [
         row('sockets connected', '', appM.ramp.connected, base.ramp.connected, { note: `of ${total}; server counts ${appM.serverSockets} / ${base.serverSockets}${problems.length ? `; ${problems.join('; ')}` : ''}` }),
         row('connect rate', '/s', round(appM.ramp.rate, 0), round(base.ramp.rate, 0), { invalid, note: `${o.concurrency} handshakes in flight; server CPU ${Math.round(appM.serverCpu * 100)}% / ${Math.round(base.serverCpu * 100)}%` }),
+        row('server CPU per handshake', 'ms', appM.cpuPerHandshakeMs, base.cpuPerHandshakeMs, { note: 'server CPU time over the ramp / sockets connected: what bounds the rate once the server is the bottleneck' }),
         row('handshake p50', 'ms', appM.ramp.handshake.p50, base.ramp.handshake.p50, { invalid }),
         row('handshake p99', 'ms', appM.ramp.handshake.p99, base.ramp.handshake.p99, { invalid }),
         row('RSS per socket', 'KB', appM.rssPerSocketKb, base.rssPerSocketKb, { note: `server RSS ${appM.rssMb} MB / ${base.rssMb} MB with every socket open` }),
