@@ -169,18 +169,25 @@ while (sent < MESSAGES) {
   // The baseline: as many rows, in batches of the size this round formed, as plain INSERTs (seq far above the
   // conversations' own).
   const size = Math.max(1, Math.round((batch.appended - before.appended) / Math.max(1, batch.batches - before.batches)));
+  // As many statements in flight as the send path keeps (two), so both compete for the cores alike.
   add(plain, await measure(async () => {
-    for (let n = 0; n < round; n += size) {
-      const rows = Array.from({ length: Math.min(size, round - n) }, (_, i) => {
-        const k = plainRows++;
-        const t = targets[k % targets.length]!;
-        return {
-          organizationId: t.orgId, conversationId: t.conversationId, seq: 1_000_000 + k, senderType: 'visitor', senderId: t.sessionId,
-          content: `message ${k} of the baseline`, type: 'text', private: false, metadata: {}, clientMessageId: `${runId}-plain-${k}`,
-        };
-      });
-      await knex('messages').insert(rows);
-    }
+    let n = 0;
+    const lane = async () => {
+      while (n < round) {
+        const count = Math.min(size, round - n);
+        n += count;
+        const rows = Array.from({ length: count }, () => {
+          const k = plainRows++;
+          const t = targets[k % targets.length]!;
+          return {
+            organizationId: t.orgId, conversationId: t.conversationId, seq: 1_000_000 + k, senderType: 'visitor', senderId: t.sessionId,
+            content: `message ${k} of the baseline`, type: 'text', private: false, metadata: {}, clientMessageId: `${runId}-plain-${k}`,
+          };
+        });
+        await knex('messages').insert(rows);
+      }
+    };
+    await Promise.all([lane(), lane()]);
   }));
   plainCpuMs += cpuMs;
 }
