@@ -4,6 +4,7 @@
 import { expect } from 'chai';
 import type { StatementFactory } from '../db/statements.js';
 import { MessageService, type Sender } from '../server/services/messages/index.js';
+import { WEBHOOK_QUEUE } from '../server/services/webhooks/queue.js';
 import { signUp, type SignedUp } from './helpers/factories.js';
 import { newVisitor, startConversation } from './helpers/live.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -61,6 +62,36 @@ describe('webhook events recorded by a send', function () {
 
     const events = await recorded(owner.orgId);
     expect(events.slice(2)).to.deep.equal([['message.created', 'a reply'], ['message.created', 'thanks'], ['message.created', 'another reply']]);
+  });
+
+  it('wakes the delivery queue once a batched message and its deliveries are committed, rather than leaving them to the next poll', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    await subscribe(owner, ['message.created']);
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'hello');
+    const { jobs } = app.server;
+    const knex = app.server.db.knex;
+    // Each wake records how many of this organization's delivery jobs were visible to another connection then.
+    const seen: number[] = [];
+    const wake = jobs.wake.bind(jobs);
+    jobs.wake = (queue: string) => {
+      if (queue === WEBHOOK_QUEUE) {
+        void knex('jobs').where({ queue, organization_id: owner.orgId }).count({ n: '*' }).then(([row]) => seen.push(Number(row!.n)));
+      }
+      wake(queue);
+    };
+    try {
+      const stats = app.server.services.messages.batchStats;
+      const before = stats.appended;
+      expect((await visitor.api.post(`/widget/conversations/${conversationId}/messages`, { content: 'thanks' }, { token: visitor.token })).status).to.equal(201);
+      expect(stats.appended - before, 'batched').to.equal(1);
+      for (let i = 0; i < 50 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      jobs.wake = wake;
+    }
+    // The start's delivery (written by its transaction) and the batched reply's: both committed when the queue woke.
+    expect(seen.length, 'the queue was woken by the batched send').to.be.greaterThan(0);
+    expect(seen[0]).to.equal(2);
   });
 
   it('records nothing for an organization without a subscription to these events, and still batches its sends', async () => {

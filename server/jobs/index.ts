@@ -141,6 +141,11 @@ export class JobQueue {
     return ids;
   }
 
+  /** Jobs of `queue` were written by a statement of their own (committed): claim them now, not at the next poll. */
+  wake(queue: string): void {
+    if (this.queues.has(queue)) this.poll(queue);
+  }
+
   /** Picked up at once after the commit rather than at the next poll. */
   private wakeAfterCommit(queue: string, trx: Knex.Transaction | undefined): void {
     const committed = trx ? trx.executionPromise : Promise.resolve();

@@ -9,4 +9,6 @@ export interface Outbox {
   record(trx: Knex.Transaction, orgId: string, type: string, data: EventData, opts?: { messageId?: string }): Promise<void>;
   /** Those of these organizations with an enabled subscription wanting `type` (cached; for the batched message path). */
   wantedBy(orgIds: string[], type: string): Promise<Set<string>>;
+  /** Deliveries were written by a committed statement of the caller's own (the batched message path): send them now. */
+  written(): void;
 }

@@ -79,6 +79,10 @@ export class WebhookService {
   }
 
   /** For the batched message path: which of these organizations want `type` (message.created, conversation.updated). */
+  written(): void {
+    this.deps.jobs.wake(WEBHOOK_QUEUE);
+  }
+
   async wantedBy(orgIds: string[], type: string): Promise<Set<string>> {
     const patterns = patternsFor(type);
     const wanting = new Set<string>();
