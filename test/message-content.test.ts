@@ -25,7 +25,7 @@ describe('what a message may carry', () => {
     const refused: Sender[] = [{ type: 'ai', orgId: owner.orgId }, { type: 'visitor', orgId: owner.orgId, sessionId: visitor.sessionId }];
     for (const sender of refused) {
       const err = await refusal(messages.send(sender, { conversationId, content: 'a note', private: true }));
-      expect(err, sender.type).to.deep.include({ status: 400, code: 'validation_failed', details: [{ field: 'private', message: 'is for agents only' }] });
+      expect(err, sender.type).to.deep.include({ status: 400, code: 'validation_failed', message: 'Only agents write internal notes', details: [{ field: 'private', message: 'is for agents only' }] });
     }
     const contact = { type: 'contact' as const, orgId: owner.orgId, contactId: '00000000-0000-4000-8000-000000000000' };
     expect(await refusal(messages.send(contact, { content: 'a note', private: true, start: { channel: 'email' } }))).to.deep.include({ status: 400, code: 'validation_failed' });

@@ -56,7 +56,7 @@ describe('what a send decides', () => {
       const followUp = await read(o, followUpId);
       expect(followUp).to.deep.include({ status: 'open', priority: 'high', channel: 'widget', source: 'qr', contactId: contact.id, subject: null, tags: [], lastSeq: 1, unreadCount: 1 });
       expect(followUp.visitor).to.deep.equal({ sessionId: visitor.sessionId, name: 'Flo Follow', email: 'flo@example.test' });
-      expect(followUp.messages.map((m: any) => [m.seq, m.senderType, m.content])).to.deep.equal([[1, 'visitor', 'me again']]);
+      expect(followUp.messages.map((m: any) => [m.seq, m.senderType, m.senderId, m.content])).to.deep.equal([[1, 'visitor', visitor.sessionId, 'me again']]);
       // The closed conversation is left as it was.
       const closed = await read(o, closedId);
       expect(closed).to.deep.include({ status: 'closed', lastSeq: 1 });
