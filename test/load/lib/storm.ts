@@ -37,7 +37,8 @@ export class Storm {
   constructor(
     private readonly backoff: Backoff,
     private readonly onBack: (client: EioClient) => void,
-    private readonly timeoutMs = 10_000,
+    /** socket.io-client's `timeout`: a shorter one gives up on handshakes the server is still working on. */
+    private readonly timeoutMs = 20_000,
   ) {}
 
   watch(client: EioClient): void {
