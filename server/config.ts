@@ -149,7 +149,7 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = (str('LOG_LEVEL') ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
 
-  const redisAdapter = (str('REDIS_ADAPTER') ?? 'classic') as RedisAdapterKind;
+  const redisAdapter = (str('REDIS_ADAPTER') ?? 'sharded') as RedisAdapterKind;
   if (redisAdapter !== 'sharded' && redisAdapter !== 'classic') problems.push('REDIS_ADAPTER must be sharded or classic');
 
   const corsOrigins = (str('CORS_ORIGINS') ?? '')

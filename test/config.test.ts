@@ -46,6 +46,7 @@ describe('config', () => {
       expect(config.databaseUrl).to.equal(null);
       expect(config.dataDir).to.equal(path.resolve('./data'));
       expect(config.redisUrl).to.equal(null);
+      expect(config.redisAdapter).to.equal('sharded');
       expect(config.smtpUrl).to.equal(null);
       expect(config.mailFrom).to.be.a('string').and.not.equal('');
       expect(config.publicUrl).to.equal('http://localhost:3000');
@@ -123,6 +124,7 @@ describe('config', () => {
       ['PORT', ['abc', '-1', '65536', '80.5']],
       ['DATABASE_URL', ['not a url', 'mysql://u:p@host/db', 'http://db.internal']],
       ['REDIS_URL', ['localhost:6379', 'http://cache.internal']],
+      ['REDIS_ADAPTER', ['shard', 'pattern', 'CLASSIC']],
       ['BCRYPT_COST', ['twelve', '3', '16', '12.5']],
       ['LOG_LEVEL', ['loud', 'verbose']],
     ];
