@@ -1,5 +1,6 @@
 // Mounts every REST route under /api/v1 and serves the OpenAPI document generated from the same definitions.
 import { Router } from '@koa/router';
+import type { Middleware } from 'koa';
 import { agentRoutes } from './agent.js';
 import { aiRoutes } from './ai.js';
 import { analyticsRoutes } from './analytics.js';
@@ -28,7 +29,19 @@ import { channelInboundRoutes } from './channelsInbound.js';
 import { channelAiRoutes } from './channelsAi.js';
 import { webhookRoutes } from './webhooks.js';
 
-export function createApiRouter(services: RouteServices): { router: Router; registry: RouteRegistry } {
+const PREFIX = '/api/v1';
+
+/** The first segment of a path under /api/v1, as routes are grouped (lowercased: routing ignores case). */
+function segmentOf(path: string): string {
+  return (path.split('/', 2)[1] ?? '').toLowerCase();
+}
+
+/**
+ * The REST routes as Koa middleware. Routes are grouped by their first segment (`contacts`, `tickets`, ...), one
+ * router per group, and a request goes straight to its group's router: a router tests every route it holds in turn,
+ * and testing all 200 was a noticeable part of each request.
+ */
+export function createApiRouter(services: RouteServices): { routes: Middleware; routers: Router[]; registry: RouteRegistry } {
   const registry = new RouteRegistry();
   let document: unknown = null;
   const openapi = () => (document ??= buildOpenApi(registry.routes, { serverUrl: services.config.publicUrl }));
@@ -61,7 +74,18 @@ export function createApiRouter(services: RouteServices): { router: Router; regi
     ...channelRoutes(services),
     ...webhookRoutes(services),
   );
-  const router = new Router({ prefix: '/api/v1' });
-  registry.mount(router, services);
-  return { router, registry };
+  const groups = new Map<string, Router>();
+  registry.mount((path) => {
+    const segment = segmentOf(path);
+    let router = groups.get(segment);
+    if (!router) groups.set(segment, (router = new Router({ prefix: PREFIX })));
+    return router;
+  }, services);
+  const dispatch = new Map([...groups].map(([segment, router]) => [segment, router.routes() as unknown as Middleware]));
+  const routes: Middleware = (ctx, next) => {
+    const path = ctx.path;
+    const group = path.startsWith(`${PREFIX}/`) ? dispatch.get(segmentOf(path.slice(PREFIX.length))) : undefined;
+    return group ? group(ctx, next) : next();
+  };
+  return { routes, routers: [...groups.values()], registry };
 }

@@ -158,8 +158,8 @@ export class RouteRegistry {
     return this;
   }
 
-  /** Compiles every schema once and registers each route's middleware chain on the router. */
-  mount(router: Router, services: RouteServices): void {
+  /** Compiles every schema once and registers each route's middleware chain on the router `routerFor` gives it. */
+  mount(routerFor: (path: string) => Router, services: RouteServices): void {
     const bodyAjv = createAjv({ useDefaults: true, coerceTypes: false });
     const queryAjv = createAjv({ useDefaults: true, coerceTypes: 'array' });
     // DELETE bodies are parsed too: bulk deletes carry their ids in one (koa-body skips DELETE by default).
@@ -172,6 +172,7 @@ export class RouteRegistry {
       const validateQuery = queryAjv.compile(def.query ?? { type: 'object', properties: {} });
       const validateParams = def.params ? queryAjv.compile(def.params) : null;
       const chain: Middleware<RequestState>[] = [];
+      const router = routerFor(def.path);
       this.mounted.set(def.operationId, { path: `${router.opts.prefix ?? ''}${def.path}`, validateParams });
 
       if (hasBody) {

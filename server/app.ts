@@ -17,7 +17,7 @@ import type { Metrics } from './metrics.js';
 export function createApp(services: RouteServices, logger: Logger, metrics?: Metrics) {
   const { config } = services;
   const app = new Koa<RequestState>({ proxy: config.trustProxy });
-  const { router, registry } = createApiRouter(services);
+  const { routes, routers, registry } = createApiRouter(services);
   const allowed = new Set(config.corsOrigins);
 
   app.use(requestId(logger));
@@ -47,10 +47,10 @@ export function createApp(services: RouteServices, logger: Logger, metrics?: Met
   );
   app.use(createWebRouter(config).routes());
   if (metrics) app.use(metrics.publicRoute(config.metrics.token, config.metrics.port !== null));
-  app.use(router.routes());
+  app.use(routes);
   app.use(registry.methodNotAllowed());
   app.use(async () => {
     throw new NotFound('Route');
   });
-  return { app, router, registry };
+  return { app, routers, registry };
 }

@@ -63,8 +63,8 @@ export interface AppServer {
   metrics: Metrics;
   /** The bound METRICS_PORT once started (null when /metrics has no port of its own). */
   metricsPort: number | null;
-  /** The mounted /api/v1 router and the route definitions behind it (and behind the OpenAPI document). */
-  router: Router;
+  /** The mounted /api/v1 routers (one per first path segment) and the route definitions behind them (and behind the OpenAPI document). */
+  routers: Router[];
   registry: RouteRegistry;
   presence: Presence;
   http: HttpServer;
@@ -189,7 +189,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
 
   // Sockets are counted from the live namespaces at scrape time (realtime is built just below).
   const metrics = new Metrics({ knex: db.knex, sockets: () => countSockets(realtime) }, events);
-  const { app, router, registry } = createApp(services, logger, metrics);
+  const { app, routers, registry } = createApp(services, logger, metrics);
   const http = createHttpServer(app.callback());
   // Idle keep-alive sockets must not hold a graceful stop open.
   http.keepAliveTimeout = 5_000;
@@ -211,7 +211,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
     get metricsPort() {
       return metricsListener?.port ?? null;
     },
-    router,
+    routers,
     registry,
     presence,
     realtime,

@@ -4,11 +4,23 @@ import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { addMember, PASSWORD, signUp } from './helpers/factories.js';
 import { expectApiError, expectApiSuccess, login } from './helpers/auth.js';
-import { Api } from './helpers/http.js';
+import { Api, type ApiResponse } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
 const members = (orgId: string) => `/memberships/organizations/${orgId}/members`;
+
+/**
+ * The other instance hears a revocation when PostgreSQL hands it the notice sent at commit: normally before any
+ * later request reaches it, but on a starved machine its listening connection may be read a few milliseconds late.
+ * (Without the notice the refusal would take the full two seconds.)
+ */
+async function refusedWithin(ms: number, request: () => Promise<ApiResponse>, status: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  let res = await request();
+  while (res.status !== status && Date.now() < deadline) res = await request();
+  expect(res.status, JSON.stringify(res.body)).to.equal(status);
+}
 
 /** Several reads with one token, so its caller is remembered if it is going to be. */
 async function warm(api: Api, token: string): Promise<void> {
@@ -76,22 +88,22 @@ describe('auth: remembered callers', () => {
       await b?.stop();
     });
 
-    it('suspension, removal and logout on one instance are refused by the other on the very next request', async () => {
+    it('suspension, removal and logout on one instance are refused by the other as the change commits', async () => {
       const owner = await signUp(a.server, a.baseUrl);
       const onB = new Api(b.baseUrl);
       const agent = await addMember(a.server, owner, 'agent');
       await warm(onB, agent.accessToken);
       expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
-      expectApiError(await onB.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
+      await refusedWithin(250, () => onB.get('/contacts', { token: agent.accessToken }), 403);
       expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'active' }, { token: owner.accessToken }), 200);
       await warm(onB, agent.accessToken);
       expectApiSuccess(await owner.api.delete(`${members(owner.orgId)}/${agent.membershipId}`, { token: owner.accessToken }), 200);
-      expectApiError(await onB.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
+      await refusedWithin(250, () => onB.get('/contacts', { token: agent.accessToken }), 403);
 
       const session = await login(new Api(a.baseUrl), owner.email, PASSWORD);
       await warm(onB, session.accessToken);
       expectApiSuccess(await owner.api.post('/auth/logout', {}, { token: session.accessToken }), 200);
-      expectApiError(await onB.get('/contacts', { token: session.accessToken }), 401, 'unauthorized');
+      await refusedWithin(250, () => onB.get('/contacts', { token: session.accessToken }), 401);
       expectApiSuccess(await onB.get('/contacts', { token: owner.accessToken }), 200);
     });
 
@@ -101,7 +113,7 @@ describe('auth: remembered callers', () => {
       const onB = new Api(b.baseUrl);
       await warm(onB, other.accessToken);
       expectApiSuccess(await owner.api.post('/auth/change-password', { currentPassword: PASSWORD, newPassword: `${PASSWORD}-new` }, { token: owner.accessToken }), 200);
-      expectApiError(await onB.get('/contacts', { token: other.accessToken }), 401, 'unauthorized');
+      await refusedWithin(250, () => onB.get('/contacts', { token: other.accessToken }), 401);
     });
   });
 });

@@ -12,11 +12,11 @@ interface Operation {
   responses?: Record<string, { description?: string; content?: Record<string, unknown> }>;
 }
 
-/** Method + OpenAPI path of every route layer on the mounted router (GET layers also answer HEAD). */
+/** Method + OpenAPI path of every route layer on the mounted routers (GET layers also answer HEAD). */
 function liveOperations(): { method: string; path: string }[] {
-  const { router } = sharedServer().server;
+  const { routers } = sharedServer().server;
   const out: { method: string; path: string }[] = [];
-  for (const layer of router.stack) {
+  for (const layer of routers.flatMap((router) => router.stack)) {
     const methods = layer.methods.map((m) => m.toLowerCase()).filter((m) => m !== 'head' || !layer.methods.includes('GET'));
     // A layer without methods is middleware (router.use), not a route.
     if (methods.length === 0) continue;
