@@ -234,19 +234,23 @@ export class AggregateQueries {
   /** Local days from whole hours: only for zones whose offset is whole hours (every hour lies in one local day). */
   async trends(orgIds: string[], range: AnalyticsRange, hours: Cover): Promise<DayFigures[]> {
     const tz = range.timezone;
-    const localDate = async (at: Date) => String(((await this.knex.raw(`select to_char(?::timestamptz at time zone ?, 'YYYY-MM-DD') as d`, [at, tz])).rows[0] as { d: string }).d);
+    // Local dates in the process, not in SQL: three round trips fewer.
+    const format = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' });
+    const localDate = (at: Date) => format.format(at);
+    const days: string[] = [];
+    for (let d = new Date(`${localDate(range.from)}T00:00:00Z`), last = localDate(new Date(range.to.getTime() - 1)); ; d = new Date(d.getTime() + DAY_MS)) {
+      const day = d.toISOString().slice(0, 10);
+      if (day > last) break;
+      days.push(day);
+    }
     const noFilter = { channel: null, agentId: null };
-    const [days, parts, edgeParts, edgeDays, open, tickets] = await Promise.all([
-      this.knex.raw(
-        `select to_char(d, 'YYYY-MM-DD') as d from generate_series((?::timestamptz at time zone ?)::date, ((?::timestamptz - interval '1 microsecond') at time zone ?)::date, interval '1 day') d`,
-        [range.from, tz, range.to, tz],
-      ),
+    const [parts, edgeParts, open, tickets] = await Promise.all([
       this.hours(orgIds, hours, { kind: 'localDay', timezone: tz }, 'firstResponse'),
       Promise.all(this.edges(range, hours).map((e) => this.live(orgIds, e.from, e.to))),
-      Promise.all(this.edges(range, hours).map((e) => localDate(e.at))),
       this.openAt(orgIds, range.from),
       this.exact.ticketDays(orgArray(orgIds), range, noFilter),
     ]);
+    const edgeDays = this.edges(range, hours).map((e) => localDate(e.at));
     edgeParts.forEach((p, i) => {
       const day = edgeDays[i]!;
       const into = parts.get(day) ?? emptyPart();
@@ -254,7 +258,7 @@ export class AggregateQueries {
       parts.set(day, into);
     });
     let openNow = open;
-    return (days.rows as { d: string }[]).map(({ d }) => {
+    return days.map((d) => {
       const p = parts.get(d) ?? emptyPart();
       openNow += p.started - p.done;
       const t = tickets.get(d);
