@@ -31,6 +31,9 @@ export async function agentsFromTotals(
   knex: Knex, orgId: string, range: AnalyticsRange, days: { from: Date; to: Date }, agentId: string | null, page: { sort: AgentSort; limit: number; offset: number },
 ): Promise<{ rows: AgentFigures[]; total: number }> {
   const member = agentId ? ' and m.user_id = ?' : '';
+  // One agent's row (their own stats) reads only the edge conversations they are in.
+  const mine = agentId ? ' and (assigned_to = ? or first_human_reply_by = ?)' : '';
+  const me = agentId ? [agentId, agentId] : [];
   const edgeColumns = 'assigned_to, first_human_reply_by, created_at, escalated_at, first_human_reply_at, first_resolved_at, done_at';
   const totalsAt = 'select * from analytics_agent_totals t where t.organization_id = ? and t.user_id = m.user_id and t.day < ? order by t.day desc limit 1';
   // Histograms are summed and ranked as rows (agent, kind, bucket, count): per-row array functions would cost a
@@ -43,9 +46,9 @@ export async function agentsFromTotals(
     e as (select t.* from members m cross join lateral (${totalsAt}) t),
     s as (select t.* from members m cross join lateral (${totalsAt}) t),
     edge as (
-      select ${edgeColumns} from conversations where organization_id = ? and created_at >= ? and created_at < ?
+      select ${edgeColumns} from conversations where organization_id = ? and created_at >= ? and created_at < ?${mine}
       union all
-      select ${edgeColumns} from conversations where organization_id = ? and created_at >= ? and created_at < ?
+      select ${edgeColumns} from conversations where organization_id = ? and created_at >= ? and created_at < ?${mine}
     ),
     counts as (
       select user_id, sum(assigned) as assigned, sum(resolved) as resolved, sum(open) as open, sum(first_human) as first_human from (
@@ -85,7 +88,7 @@ export async function agentsFromTotals(
   const bindings: Knex.RawBinding[] = [
     orgId, ...(agentId ? [agentId] : []),
     orgId, days.to, orgId, days.from,
-    orgId, range.from, days.from, orgId, days.to, range.to,
+    orgId, range.from, days.from, ...me, orgId, days.to, range.to, ...me,
     page.limit, page.offset,
   ];
   const rows = (await knex.raw(sql, bindings)).rows as Record<string, unknown>[];

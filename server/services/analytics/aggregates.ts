@@ -186,15 +186,19 @@ export class AggregateQueries {
     const kinds = ['visitor', 'agent', 'ai', 'system'];
     const row = (await this.knex.raw(
       `select s.*, r.*, d.done, ${kinds.map((k) => `m.msg_${k}`).join(', ')}
-       from (${startedFigures('organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?')}) s,
-         (${resolvedFigures('organization_id = any(?::uuid[]) and first_resolved_at >= ? and first_resolved_at < ?')}) r,
+       from (${startedFigures('organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?', true)}) s,
+         (${resolvedFigures('organization_id = any(?::uuid[]) and first_resolved_at >= ? and first_resolved_at < ?', true)}) r,
          (select count(*)::int as done from conversations where organization_id = any(?::uuid[]) and done_at >= ? and done_at < ?) d,
          (select ${kinds.map((k) => `coalesce(sum(count) filter (where sender_type = '${k}'), 0)::int as msg_${k}`).join(', ')}
           from message_rollups where organization_id = any(?::uuid[]) and bucket >= ? and bucket < ?) m`,
       [orgs, from, to, orgs, from, to, orgs, from, to, orgs, from, to],
     )).rows[0] as Record<string, unknown>;
     const msg = (kind: string) => num(row[`msg_${kind}`]);
-    const dist = (n: unknown, sum: unknown, hist: unknown): Dist => ({ n: num(n), sum: num(sum), hist: ((hist as number[] | null) ?? new Array<number>(BUCKETS).fill(0)).map(num) });
+    const dist = (n: unknown, sum: unknown, buckets: unknown): Dist => {
+      const hist = new Array<number>(BUCKETS).fill(0);
+      for (const b of (buckets as number[] | null) ?? []) hist[num(b)]! += 1;
+      return { n: num(n), sum: num(sum), hist };
+    };
     return {
       started: num(row.started), escalated: num(row.escalated), resolved: num(row.resolved), aiResolved: num(row.ai_resolved), done: num(row.done),
       fr: dist(row.fr_n, row.fr_sum, row.fr_hist), hr: dist(row.hr_n, row.hr_sum, row.hr_hist), res: dist(row.res_n, row.res_sum, row.res_hist),
