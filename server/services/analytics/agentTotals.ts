@@ -31,6 +31,9 @@ export async function agentsFromTotals(
   knex: Knex, orgId: string, range: AnalyticsRange, days: { from: Date; to: Date }, agentId: string | null, page: { sort: AgentSort; limit: number; offset: number },
 ): Promise<{ rows: AgentFigures[]; total: number }> {
   const member = agentId ? ' and m.user_id = ?' : '';
+  // One agent's row (their own stats) reads only the edge conversations they are in.
+  const mine = agentId ? ' and (assigned_to = ? or first_human_reply_by = ?)' : '';
+  const me = agentId ? [agentId, agentId] : [];
   const edgeColumns = 'assigned_to, first_human_reply_by, created_at, escalated_at, first_human_reply_at, first_resolved_at, done_at';
   const totalsAt = 'select * from analytics_agent_totals t where t.organization_id = ? and t.user_id = m.user_id and t.day < ? order by t.day desc limit 1';
   // Histograms are summed and ranked as rows (agent, kind, bucket, count): per-row array functions would cost a
@@ -43,9 +46,9 @@ export async function agentsFromTotals(
     e as (select t.* from members m cross join lateral (${totalsAt}) t),
     s as (select t.* from members m cross join lateral (${totalsAt}) t),
     edge as (
-      select ${edgeColumns} from conversations where organization_id = ? and created_at >= ? and created_at < ?
+      select ${edgeColumns} from conversations where organization_id = ? and created_at >= ? and created_at < ?${mine}
       union all
-      select ${edgeColumns} from conversations where organization_id = ? and created_at >= ? and created_at < ?
+      select ${edgeColumns} from conversations where organization_id = ? and created_at >= ? and created_at < ?${mine}
     ),
     counts as (
       select user_id, sum(assigned) as assigned, sum(resolved) as resolved, sum(open) as open, sum(first_human) as first_human from (
@@ -56,20 +59,21 @@ export async function agentsFromTotals(
       ) c group by 1
     ),
     buckets as (
-      select user_id, kind, i, sum(n) as n from (
-        select e.user_id, 'hr' as kind, u.i, u.n from e cross join lateral unnest(e.hr_hist) with ordinality u(n, i) where u.n <> 0
-        union all select e.user_id, 'res', u.i, u.n from e cross join lateral unnest(e.res_hist) with ordinality u(n, i) where u.n <> 0
-        union all select s.user_id, 'hr', u.i, -u.n from s cross join lateral unnest(s.hr_hist) with ordinality u(n, i) where u.n <> 0
-        union all select s.user_id, 'res', u.i, -u.n from s cross join lateral unnest(s.res_hist) with ordinality u(n, i) where u.n <> 0
-        union all select first_human_reply_by, 'hr', analytics_bucket(${HR}) + 1, 1 from edge where first_human_reply_by is not null and first_human_reply_at is not null
-        union all select assigned_to, 'res', analytics_bucket(${RES}) + 1, 1 from edge where assigned_to is not null and first_resolved_at is not null
-      ) b group by 1, 2, 3 having sum(n) <> 0
+      select user_id, i, sum(hr) as hr, sum(res) as res from (
+        select e.user_id, u.i, coalesce(u.eh, 0) - coalesce(u.sh, 0) as hr, coalesce(u.er, 0) - coalesce(u.sr, 0) as res
+        from e left join s on s.user_id = e.user_id cross join lateral unnest(e.hr_hist, s.hr_hist, e.res_hist, s.res_hist) with ordinality u(eh, sh, er, sr, i)
+        where coalesce(u.eh, 0) <> coalesce(u.sh, 0) or coalesce(u.er, 0) <> coalesce(u.sr, 0)
+        union all select first_human_reply_by, analytics_bucket(${HR}) + 1, 1, 0 from edge where first_human_reply_by is not null and first_human_reply_at is not null
+        union all select assigned_to, analytics_bucket(${RES}) + 1, 0, 1 from edge where assigned_to is not null and first_resolved_at is not null
+      ) b group by 1, 2
     ),
     ranked as (
-      select user_id, kind, i, sum(n) over (partition by user_id, kind order by i) as seen, sum(n) over (partition by user_id, kind) as total from buckets
+      select user_id, i, hr, res, sum(hr) over w as hr_seen, sum(hr) over (partition by user_id) as hr_total,
+        sum(res) over w as res_seen, sum(res) over (partition by user_id) as res_total
+      from buckets window w as (partition by user_id order by i)
     ),
     medians as (
-      select user_id, min(i) filter (where kind = 'hr' and seen > 0.5 * (total - 1)) as hr_bucket, min(i) filter (where kind = 'res' and seen > 0.5 * (total - 1)) as res_bucket
+      select user_id, min(i) filter (where hr > 0 and hr_seen > 0.5 * (hr_total - 1)) as hr_bucket, min(i) filter (where res > 0 and res_seen > 0.5 * (res_total - 1)) as res_bucket
       from ranked group by 1
     ),
     figures as (
@@ -84,7 +88,7 @@ export async function agentsFromTotals(
   const bindings: Knex.RawBinding[] = [
     orgId, ...(agentId ? [agentId] : []),
     orgId, days.to, orgId, days.from,
-    orgId, range.from, days.from, orgId, days.to, range.to,
+    orgId, range.from, days.from, ...me, orgId, days.to, range.to, ...me,
     page.limit, page.offset,
   ];
   const rows = (await knex.raw(sql, bindings)).rows as Record<string, unknown>[];

@@ -182,19 +182,26 @@ export class AggregateQueries {
   /** The same figures for a partial hour [from, to), read from the conversations and minute counts themselves. */
   private async live(orgIds: string[], from: Date, to: Date): Promise<Part> {
     const orgs = orgArray(orgIds);
-    const [started, resolved, done, messages] = await Promise.all([
-      this.knex.raw(startedFigures('organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?'), [orgs, from, to]),
-      this.knex.raw(resolvedFigures('organization_id = any(?::uuid[]) and first_resolved_at >= ? and first_resolved_at < ?'), [orgs, from, to]),
-      this.knex.raw('select count(*)::int as n from conversations where organization_id = any(?::uuid[]) and done_at >= ? and done_at < ?', [orgs, from, to]),
-      this.knex.raw('select sender_type, sum(count)::int as n from message_rollups where organization_id = any(?::uuid[]) and bucket >= ? and bucket < ? group by 1', [orgs, from, to]),
-    ]);
-    const s = started.rows[0] as Record<string, unknown>;
-    const r = resolved.rows[0] as Record<string, unknown>;
-    const msg = (kind: string) => num((messages.rows as { sender_type: string; n: number }[]).find((m) => m.sender_type === kind)?.n);
-    const dist = (n: unknown, sum: unknown, hist: unknown): Dist => ({ n: num(n), sum: num(sum), hist: ((hist as number[] | null) ?? new Array<number>(BUCKETS).fill(0)).map(num) });
+    // One statement: on a busy server every round trip costs about as much as one of these small reads.
+    const kinds = ['visitor', 'agent', 'ai', 'system'];
+    const row = (await this.knex.raw(
+      `select s.*, r.*, d.done, ${kinds.map((k) => `m.msg_${k}`).join(', ')}
+       from (${startedFigures('organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?', true)}) s,
+         (${resolvedFigures('organization_id = any(?::uuid[]) and first_resolved_at >= ? and first_resolved_at < ?', true)}) r,
+         (select count(*)::int as done from conversations where organization_id = any(?::uuid[]) and done_at >= ? and done_at < ?) d,
+         (select ${kinds.map((k) => `coalesce(sum(count) filter (where sender_type = '${k}'), 0)::int as msg_${k}`).join(', ')}
+          from message_rollups where organization_id = any(?::uuid[]) and bucket >= ? and bucket < ?) m`,
+      [orgs, from, to, orgs, from, to, orgs, from, to, orgs, from, to],
+    )).rows[0] as Record<string, unknown>;
+    const msg = (kind: string) => num(row[`msg_${kind}`]);
+    const dist = (n: unknown, sum: unknown, buckets: unknown): Dist => {
+      const hist = new Array<number>(BUCKETS).fill(0);
+      for (const b of (buckets as number[] | null) ?? []) hist[num(b)]! += 1;
+      return { n: num(n), sum: num(sum), hist };
+    };
     return {
-      started: num(s.started), escalated: num(s.escalated), resolved: num(r.resolved), aiResolved: num(r.ai_resolved), done: num((done.rows[0] as { n: number }).n),
-      fr: dist(s.fr_n, s.fr_sum, s.fr_hist), hr: dist(s.hr_n, s.hr_sum, s.hr_hist), res: dist(r.res_n, r.res_sum, r.res_hist),
+      started: num(row.started), escalated: num(row.escalated), resolved: num(row.resolved), aiResolved: num(row.ai_resolved), done: num(row.done),
+      fr: dist(row.fr_n, row.fr_sum, row.fr_hist), hr: dist(row.hr_n, row.hr_sum, row.hr_hist), res: dist(row.res_n, row.res_sum, row.res_hist),
       msgVisitor: msg('visitor'), msgAgent: msg('agent'), msgAi: msg('ai'), msgSystem: msg('system'),
     };
   }
@@ -231,19 +238,23 @@ export class AggregateQueries {
   /** Local days from whole hours: only for zones whose offset is whole hours (every hour lies in one local day). */
   async trends(orgIds: string[], range: AnalyticsRange, hours: Cover): Promise<DayFigures[]> {
     const tz = range.timezone;
-    const localDate = async (at: Date) => String(((await this.knex.raw(`select to_char(?::timestamptz at time zone ?, 'YYYY-MM-DD') as d`, [at, tz])).rows[0] as { d: string }).d);
+    // Local dates in the process, not in SQL: three round trips fewer.
+    const format = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' });
+    const localDate = (at: Date) => format.format(at);
+    const days: string[] = [];
+    for (let d = new Date(`${localDate(range.from)}T00:00:00Z`), last = localDate(new Date(range.to.getTime() - 1)); ; d = new Date(d.getTime() + DAY_MS)) {
+      const day = d.toISOString().slice(0, 10);
+      if (day > last) break;
+      days.push(day);
+    }
     const noFilter = { channel: null, agentId: null };
-    const [days, parts, edgeParts, edgeDays, open, tickets] = await Promise.all([
-      this.knex.raw(
-        `select to_char(d, 'YYYY-MM-DD') as d from generate_series((?::timestamptz at time zone ?)::date, ((?::timestamptz - interval '1 microsecond') at time zone ?)::date, interval '1 day') d`,
-        [range.from, tz, range.to, tz],
-      ),
+    const [parts, edgeParts, open, tickets] = await Promise.all([
       this.hours(orgIds, hours, { kind: 'localDay', timezone: tz }, 'firstResponse'),
       Promise.all(this.edges(range, hours).map((e) => this.live(orgIds, e.from, e.to))),
-      Promise.all(this.edges(range, hours).map((e) => localDate(e.at))),
       this.openAt(orgIds, range.from),
       this.exact.ticketDays(orgArray(orgIds), range, noFilter),
     ]);
+    const edgeDays = this.edges(range, hours).map((e) => localDate(e.at));
     edgeParts.forEach((p, i) => {
       const day = edgeDays[i]!;
       const into = parts.get(day) ?? emptyPart();
@@ -251,7 +262,7 @@ export class AggregateQueries {
       parts.set(day, into);
     });
     let openNow = open;
-    return (days.rows as { d: string }[]).map(({ d }) => {
+    return days.map((d) => {
       const p = parts.get(d) ?? emptyPart();
       openNow += p.started - p.done;
       const t = tickets.get(d);

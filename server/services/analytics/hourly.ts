@@ -8,17 +8,24 @@ import { FR, HR, RES } from './durations.js';
 type Hour = { organizationId: string; hour: Date };
 const touched = (result: { rows: { organization_id: string; hour: Date }[] }): Hour[] => result.rows.map((r) => ({ organizationId: r.organization_id, hour: new Date(r.hour) }));
 
+/**
+ * A histogram column: summed by `analytics_hist` for the stored rows, or the bucket numbers themselves for a reader
+ * that counts them (a call of that SQL function costs milliseconds of planning, more than a partial hour's rows).
+ */
+const hist = (expr: string, alias: string, buckets: boolean) =>
+  buckets ? `array_agg(analytics_bucket(${expr})) filter (where ${expr} is not null) as ${alias}` : `analytics_hist(array_agg(analytics_bucket(${expr}))) as ${alias}`;
+
 /** The conversation columns of `analytics_hourly` for the conversations of `where` (bindings follow). */
-export function startedFigures(where: string): string {
+export function startedFigures(where: string, buckets = false): string {
   return `select count(*)::int as started, count(*) filter (where escalated_at is not null)::int as escalated,
-      count(${FR})::int as fr_n, coalesce(sum(${FR}), 0) as fr_sum, analytics_hist(array_agg(analytics_bucket(${FR}))) as fr_hist,
-      count(${HR})::int as hr_n, coalesce(sum(${HR}), 0) as hr_sum, analytics_hist(array_agg(analytics_bucket(${HR}))) as hr_hist
+      count(${FR})::int as fr_n, coalesce(sum(${FR}), 0) as fr_sum, ${hist(FR, 'fr_hist', buckets)},
+      count(${HR})::int as hr_n, coalesce(sum(${HR}), 0) as hr_sum, ${hist(HR, 'hr_hist', buckets)}
     from conversations where ${where}`;
 }
 
-export function resolvedFigures(where: string): string {
+export function resolvedFigures(where: string, buckets = false): string {
   return `select count(*)::int as resolved, count(*) filter (where first_resolved_by_ai)::int as ai_resolved,
-      count(${RES})::int as res_n, coalesce(sum(${RES}), 0) as res_sum, analytics_hist(array_agg(analytics_bucket(${RES}))) as res_hist
+      count(${RES})::int as res_n, coalesce(sum(${RES}), 0) as res_sum, ${hist(RES, 'res_hist', buckets)}
     from conversations where ${where}`;
 }
 

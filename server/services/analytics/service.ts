@@ -146,6 +146,8 @@ export class AnalyticsService {
     const whole = cover(hours);
     const aggregates = new AggregateQueries(trx, q);
     if ((await aggregates.rowsIn(ids, whole)) <= this.exactRows) return null;
+    // The statements from here read a few hundred rows each; starting parallel workers for them costs more than it saves.
+    await trx.raw('set local max_parallel_workers_per_gather = 0');
     return { aggregates, whole };
   }
 
