@@ -64,7 +64,9 @@ describe('knowledge: restarts, crawling and the AI assist service', function () 
     const id = created.body.data.id as string;
     expect((await indexed(t.server, owner, id)).status).to.equal('indexed');
 
-    // What a dead instance leaves behind: its claim still marked running, the source half written.
+    // What a dead instance leaves behind: its claim still marked running, the source half written. This instance's
+    // queue stops first, so its own poller cannot take the faked claim back before the instance goes away.
+    await t.server.jobs.stop();
     await t.server.db.knex('jobs').where({ queue: 'knowledge-index' }).whereRaw(`payload->>'sourceId' = ?`, [id]).update({ status: 'running', attempts: 1, lockedUntil: t.server.db.knex.raw(`now() - interval '1 second'`), finishedAt: null });
     await t.server.db.knex('knowledge_chunks').where({ sourceId: id }).delete();
     await t.server.db.knex('knowledge_chunks').insert({ organizationId: owner.orgId, sourceId: id, position: 0, content: 'half written leftover', tokenCount: 3 });
