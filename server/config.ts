@@ -52,10 +52,15 @@ export interface Config {
   webhooks: { allowPrivate: boolean; timeoutMs: number };
   /** Knowledge indexing jobs run at once per instance; URL sources may reach private addresses only when allowed (tests). */
   knowledge: { workers: number; fetchAllowPrivate: boolean };
+  /**
+   * The background queues this instance works on (null: all of them). Instances that only answer requests, or
+   * workers for one kind of job, share the database; every instance still writes jobs of every queue.
+   */
+  jobQueues: JobQueueSelection;
   /** The internal AI service's assist endpoint (POST, x-ai-tool-secret); unset: assist answers from local search only. */
   aiAssistUrl: string | null;
   /** Messaging channels: the key channel secrets are sealed with, inbound mail, and the provider APIs (test fakes). */
-  channels: { encryptionKey: Buffer; inboundEmailDomain: string; smtpInPort: number | null; whatsappGraphUrl: string; telegramApiUrl: string; inboundPerMinute: number; sns: { enabled: boolean; certUrlPattern: RegExp } };
+  channels: { encryptionKey: Buffer; inboundEmailDomain: string; smtpInPort: number | null; whatsappGraphUrl: string; telegramApiUrl: string; inboundPerMinute: number; sns: { enabled: boolean; certUrlPattern: RegExp; topicArns: string[] | null; maxAgeSeconds: number } };
   storage: {
     driver: StorageDriver;
     s3: { endpoint: string | null; region: string; bucket: string | null; accessKeyId: string | null; secretAccessKey: string | null; forcePathStyle: boolean };
@@ -79,6 +84,9 @@ const DURATION = /^(\d+)\s*(s|m|h|d)?$/;
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
 
 /** Parses and validates configuration; throws ConfigError naming every bad variable at once. */
+/** arn:<partition>:sns:<region>:<account>:<topic> */
+const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/;
+
 /** The URLs SNS may name for its certificate and subscription: AWS's own by default. */
 export const SNS_URL_DEFAULT = /^https:\/\/sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?\//;
 function snsPattern(raw: string | null): RegExp {
@@ -196,6 +204,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (encryptionKey !== null && encryptionKey.length !== 32) problems.push('ENCRYPTION_KEY must be 32 bytes, written as 64 hex characters or base64');
   if (encryptionKeyText === null && nodeEnv === 'production') problems.push('ENCRYPTION_KEY is required when NODE_ENV=production (it is generated into DATA_DIR only outside production)');
   const channelUrl = (name: string, fallback: string) => (url(name, ['http:', 'https:']) ?? fallback).replace(/\/+$/, '');
+  // The SNS topics whose mail is taken: anyone can have AWS sign messages of a topic of their own, so in production
+  // the list is required with EMAIL_INBOUND_SNS; outside production, unset takes any topic.
+  const snsEnabled = bool('EMAIL_INBOUND_SNS', false);
+  const topicArns = str('SNS_TOPIC_ARNS')?.split(',').map((t) => t.trim()).filter(Boolean) ?? null;
+  for (const arn of topicArns ?? []) if (!SNS_TOPIC_ARN.test(arn)) problems.push(`SNS_TOPIC_ARNS contains "${arn}", which is not a topic ARN like arn:aws:sns:eu-west-1:123456789012:ses-inbound`);
+  if (snsEnabled && !topicArns?.length && nodeEnv === 'production') problems.push('SNS_TOPIC_ARNS is required with EMAIL_INBOUND_SNS=true when NODE_ENV=production (otherwise any AWS account\'s topic could post mail)');
 
   // Without a transport, codes and links are written to the log: fine on a laptop, a leak in production.
   const smtpUrl = url('SMTP_URL', ['smtp:', 'smtps:']);
@@ -246,13 +260,15 @@ export function loadConfig(env: Env = process.env): Config {
       inboundPerMinute: int('CHANNEL_INBOUND_RATE_LIMIT', 600, 1, 10_000_000),
       // SES inbound mail through SNS; the signing certificate (and the subscription URL) only from AWS's SNS hosts
       // over https, unless SNS_CERT_URL_PATTERN says otherwise (tests point it at a local fake).
-      sns: { enabled: bool('EMAIL_INBOUND_SNS', false), certUrlPattern: snsPattern(str('SNS_CERT_URL_PATTERN')) },
+      // Messages older than SNS_MAX_AGE_SECONDS (by their signed Timestamp) are refused like stale signed webhooks.
+      sns: { enabled: snsEnabled, certUrlPattern: snsPattern(str('SNS_CERT_URL_PATTERN')), topicArns: topicArns?.length ? topicArns : null, maxAgeSeconds: int('SNS_MAX_AGE_SECONDS', 300, 60, 86_400) },
     },
     apiKeyRateLimitPerMinute: int('API_KEY_RATE_LIMIT', 600, 1, 1_000_000),
     metrics: { token: str('METRICS_TOKEN'), port: str('METRICS_PORT') === null ? null : int('METRICS_PORT', 0, 0, 65535) },
     webhooks: { allowPrivate: bool('WEBHOOKS_ALLOW_PRIVATE', false), timeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 50, 60_000) },
     knowledge: { workers: int('KNOWLEDGE_WORKERS', 2, 1, 32), fetchAllowPrivate: bool('KNOWLEDGE_FETCH_ALLOW_PRIVATE', false) },
     aiAssistUrl: url('AI_ASSIST_URL', ['http:', 'https:']),
+    jobQueues: jobQueuesOf(str('JOB_QUEUES'), problems),
   };
   const metricsToken = config.metrics.token;
   if (metricsToken !== null && metricsToken.length < 16) problems.push('METRICS_TOKEN must be at least 16 characters');
@@ -371,4 +387,24 @@ function loadGeneratedSecrets(dataDir: string): Config['secrets'] {
   writeFileSync(file, JSON.stringify(fresh, null, 2), { mode: 0o600 });
   chmodSync(file, 0o600);
   return fresh;
+}
+
+/** The queues an instance works on: `only` these (null: all defined), never those in `except`. */
+export interface JobQueueSelection {
+  only: string[] | null;
+  except: string[];
+}
+
+/**
+ * `JOB_QUEUES`: unset or `all` for every queue, `none` for an instance that runs no background jobs, a list of
+ * queues (`channel-inbound,channel-delivery`), or all but some (`-webhook-delivery,-knowledge-index`).
+ */
+function jobQueuesOf(text: string | null, problems: string[]): JobQueueSelection {
+  const value = text?.trim().toLowerCase() ?? 'all';
+  if (value === '' || value === 'all') return { only: null, except: [] };
+  if (value === 'none') return { only: [], except: [] };
+  const names = [...new Set(value.split(',').map((name) => name.trim()).filter(Boolean))];
+  const except = names.filter((name) => name.startsWith('-')).map((name) => name.slice(1));
+  if (except.length > 0 && except.length < names.length) problems.push('JOB_QUEUES lists queues to run or (each with a leading -) queues not to run, not both');
+  return except.length > 0 ? { only: null, except } : { only: names, except: [] };
 }

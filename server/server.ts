@@ -87,7 +87,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
   const otp = new OtpService(db.models, db.knex, tokenHashKey);
   const sessions = new SessionService(db.models, tokens, events, config.refreshTokenTtlSeconds);
   const mailer = new Mailer(db.models, db.knex, logger, { smtpUrl: config.smtpUrl, from: config.mailFrom });
-  const jobs = new JobQueue(db.knex, logger);
+  const jobs = new JobQueue(db.knex, logger, { select: config.jobQueues });
   const organizations = new OrganizationService({ models: db.models, knex: db.knex, sessions, events, plans: { catalog: config.plans, defaultPlan: config.defaultPlan } });
   const auth = new AuthService({ models: db.models, knex: db.knex, passwords, otp, sessions, tokens, mailer, organizations, appUrl: config.appUrl, tokenHashKey });
   const memberships = new MembershipService({ models: db.models, knex: db.knex, passwords, sessions, organizations, mailer, events, appUrl: config.appUrl, tokenHashKey });
@@ -103,9 +103,9 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
   const attachments = new MessageAttachments({ models: db.models, driver: storageDriver });
   const storageSweep = defineStorageSweep(jobs, storage, logger);
   const indexer = new KnowledgeIndexer({ models: db.models, knex: db.knex, driver: storageDriver, events, logger, jobs, workers: config.knowledge.workers, allowPrivate: config.knowledge.fetchAllowPrivate, notifications });
-  const knowledge = new KnowledgeService({ models: db.models, knex: db.knex, storage, organizations, indexer, allowPrivate: config.knowledge.fetchAllowPrivate });
+  const knowledge = new KnowledgeService({ models: db.models, knex: db.knex, statement: db.statement, storage, organizations, indexer, allowPrivate: config.knowledge.fetchAllowPrivate });
   const unanswered = new UnansweredQuestions({ models: db.models, knex: db.knex, events, knowledge });
-  const assist = new AssistService({ models: db.models, knex: db.knex, logger, aiAssistUrl: config.aiAssistUrl, aiToolSecret: config.aiToolSecret });
+  const assist = new AssistService({ models: db.models, knex: db.knex, statement: db.statement, logger, aiAssistUrl: config.aiAssistUrl, aiToolSecret: config.aiToolSecret });
   const messages = new MessageService({ models: db.models, knex: db.knex, statement: db.statement, events, batching: { concurrency: db.embedded ? 1 : 2, maxBatch: 200 }, attachments });
   const contacts = new ContactService({ models: db.models, knex: db.knex, events, notifications });
   const conversations = new ConversationService({ models: db.models, knex: db.knex, statement: db.statement, events, contacts });
@@ -135,7 +135,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
     knex: db.knex, jobs, events, logger, organizations, contacts, messages, tickets, notifications, email, storage, settings: config.channels,
     publicUrl: config.publicUrl, smtpUrl: config.smtpUrl, mailFrom: config.mailFrom, host: config.host,
   });
-  const analytics = new AnalyticsService({ knex: db.knex, onRollupError: (err) => logger.warn({ err }, 'rolling up message counts failed') });
+  const analytics = new AnalyticsService({ knex: db.knex, readOnly: (settings, fn) => db.readOnly(settings, fn), onRollupError: (err) => logger.warn({ err }, 'rolling up message counts failed') });
   // Webhook secrets must stay usable for signing: kept encrypted under a key derived from a server secret.
   const webhookPolicy = { allowPrivate: config.webhooks.allowPrivate };
   const webhooks = new WebhookService({ models: db.models, knex: db.knex, jobs, box: new SecretBox(config.secrets.refresh), policy: webhookPolicy });
@@ -196,7 +196,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
   let retention: NodeJS.Timeout | null = null;
   let metricsListener: { port: number; close(): Promise<void> } | null = null;
   const membershipCheck = new MembershipCheck(db.models, events);
-  const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, actors, policies, presence, widget, messages, conversations, agents, membershipCheck, assist });
+  const realtime = createRealtime(http, { config, logger, models: db.models, redis, events, callers, policies, presence, widget, messages, conversations, agents, membershipCheck, assist });
 
   return {
     config,
@@ -217,6 +217,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
     realtime,
     http,
     async start() {
+      jobs.checkSelection();
       if (config.migrateOnStart) {
         const applied = await db.migrate({ logger });
         if (applied.length) logger.info({ applied }, 'migrations applied');

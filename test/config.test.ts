@@ -110,6 +110,15 @@ describe('config', () => {
       expect(loadConfig({ ...example, ...SECRETS })).to.deep.equal(loadConfig({ ...SECRETS }));
     });
 
+    it('reads JOB_QUEUES as all, none, a list of queues, or all but some', () => {
+      const of = (value: string | undefined) => loadConfig({ ...SECRETS, DATA_DIR: dir, JOB_QUEUES: value }).jobQueues;
+      expect(of(undefined)).to.deep.equal({ only: null, except: [] });
+      expect(of('ALL')).to.deep.equal({ only: null, except: [] });
+      expect(of('none')).to.deep.equal({ only: [], except: [] });
+      expect(of(' channel-inbound, channel-delivery ,channel-inbound')).to.deep.equal({ only: ['channel-inbound', 'channel-delivery'], except: [] });
+      expect(of('-webhook-delivery,-knowledge-index')).to.deep.equal({ only: null, except: ['webhook-delivery', 'knowledge-index'] });
+    });
+
     it('treats empty values as unset', () => {
       const config = loadConfig({ ...SECRETS, DATA_DIR: dir, PORT: '', DATABASE_URL: '  ', REDIS_URL: '', LOG_LEVEL: '' });
       expect(config.port).to.equal(3000);
@@ -127,6 +136,7 @@ describe('config', () => {
       ['REDIS_ADAPTER', ['shard', 'pattern', 'CLASSIC']],
       ['BCRYPT_COST', ['twelve', '3', '16', '12.5']],
       ['LOG_LEVEL', ['loud', 'verbose']],
+      ['JOB_QUEUES', ['mail,-knowledge-index', '-a,b']],
     ];
     for (const [name, values] of cases) {
       it(`refuses a bad ${name}, naming it`, () => {
@@ -238,6 +248,21 @@ describe('config', () => {
       expect(loadConfig({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, ALLOW_MAIL_TO_LOG_IN_PRODUCTION: 'true' }).smtpUrl).to.equal(null);
       expect(loadConfig({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, ...SMTP }).smtpUrl).to.equal(SMTP.SMTP_URL);
       expect(configError({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, ALLOW_MAIL_TO_LOG_IN_PRODUCTION: 'maybe' }).message).to.include('ALLOW_MAIL_TO_LOG_IN_PRODUCTION');
+    });
+
+    it('refuses SES through SNS in production without SNS_TOPIC_ARNS, and topic lists that are not ARNs', () => {
+      const production = { NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, ...SMTP, EMAIL_INBOUND_SNS: 'true' };
+      expect(configError(production).problems).to.deep.equal(["SNS_TOPIC_ARNS is required with EMAIL_INBOUND_SNS=true when NODE_ENV=production (otherwise any AWS account's topic could post mail)"]);
+      const topics = 'arn:aws:sns:eu-west-1:123456789012:ses-inbound, arn:aws:sns:us-east-1:123456789012:more.fifo';
+      expect(loadConfig({ ...production, SNS_TOPIC_ARNS: topics }).channels.sns).to.include({ enabled: true, maxAgeSeconds: 300 });
+      expect(loadConfig({ ...production, SNS_TOPIC_ARNS: topics }).channels.sns.topicArns).to.deep.equal(['arn:aws:sns:eu-west-1:123456789012:ses-inbound', 'arn:aws:sns:us-east-1:123456789012:more.fifo']);
+      expect(loadConfig({ NODE_ENV: 'production', DATA_DIR: dir, ...SECRETS, ...SMTP }).channels.sns.topicArns).to.equal(null);
+      expect(loadConfig({ ...SECRETS, DATA_DIR: dir, EMAIL_INBOUND_SNS: 'true' }).channels.sns.topicArns, 'outside production: any topic').to.equal(null);
+      for (const bad of ['ses-inbound', 'arn:aws:sqs:eu-west-1:123456789012:q', 'arn:aws:sns:eu-west-1:1234:t']) {
+        expect(configError({ ...SECRETS, DATA_DIR: dir, SNS_TOPIC_ARNS: bad }).problems[0], bad).to.include('SNS_TOPIC_ARNS');
+      }
+      expect(loadConfig({ ...SECRETS, DATA_DIR: dir, SNS_MAX_AGE_SECONDS: '900' }).channels.sns.maxAgeSeconds).to.equal(900);
+      expect(configError({ ...SECRETS, DATA_DIR: dir, SNS_MAX_AGE_SECONDS: '10' }).problems[0]).to.include('SNS_MAX_AGE_SECONDS');
     });
 
     it('outside production, no SMTP_URL is fine: mail goes to the log', () => {

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { GiveUp, JobQueue, RetryLater } from '../server/jobs/index.js';
+import { finishJobsSql, GiveUp, JOB_FINISHED, JobQueue, RetryLater } from '../server/jobs/index.js';
 import { sharedServer } from './helpers/hooks.js';
 import { startTestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
@@ -211,6 +211,28 @@ describe('jobs: the durable queue', function () {
     await db.knex('jobs').where({ queue }).delete();
   });
 
+  it('leaves a job whose handler answers JOB_FINISHED to that handler\'s own statement', async () => {
+    const { db, logger } = sharedServer().server;
+    const queue = queueName();
+    // Not started: only this test's drain claims.
+    const q = new JobQueue(db.knex, logger);
+    q.define<{ n: number; own: boolean }>({ queue, retryDelaysSeconds: [], handle: async (job) => {
+      if (!job.payload.own) return;
+      // Finished by the handler's statement only when n is even; an odd one answers JOB_FINISHED without it.
+      if (job.payload.n % 2 === 0) {
+        await db.knex.raw(`with claims as (select ?::uuid as id, ?::int as attempts) ${finishJobsSql('claims')}`, [job.id, job.attempt]);
+      }
+      return JOB_FINISHED;
+    } });
+    const ids = await q.enqueueMany(queue, [0, 1, 2].map((n) => ({ n, own: true })).concat([{ n: 3, own: false }]));
+    expect(await q.drain(queue)).to.equal(4);
+    const rows = await Promise.all(ids.map((i) => jobRow(i.id)));
+    // The queue wrote nothing for the JOB_FINISHED answers: only the handler's statement made them done.
+    expect(rows.map((r) => r.status)).to.deep.equal(['done', 'running', 'done', 'done']);
+    expect(rows[0].finishedAt).to.not.equal(null);
+    await db.knex('jobs').where({ queue }).delete();
+  });
+
   it('still runs a job enqueued before a stop, after the next start', async () => {
     // Own data directory (or the shared PostgreSQL), so the second server opens what the first one left.
     const dataDir = mkdtempSync(path.join(tmpdir(), 'support-jobs-'));
@@ -237,5 +259,30 @@ describe('jobs: the durable queue', function () {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+
+  it('works only on the queues JOB_QUEUES selects, and refuses to start on a queue it does not know', async () => {
+    const listed = await startTestServer({ JOB_QUEUES: 'storage-sweep,knowledge-index' });
+    const allBut = await startTestServer({ JOB_QUEUES: '-webhook-delivery' });
+    try {
+      expect(listed.server.jobs.names()).to.have.members(['storage-sweep', 'knowledge-index']);
+      expect(allBut.server.jobs.names()).to.include.members(['channel-inbound', 'knowledge-index']).and.not.include('webhook-delivery');
+      // A queue outside the selection is written to but never claimed here: another instance runs it.
+      const queue = queueName();
+      let ran = 0;
+      listed.server.jobs.define({ queue, retryDelaysSeconds: [], handle: async () => void ran++ });
+      const { id } = await listed.server.jobs.enqueue(queue, {});
+      listed.server.jobs.wake(queue);
+      expect(await listed.server.jobs.drain(queue)).to.equal(0);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(ran).to.equal(0);
+      expect((await listed.server.db.knex('jobs').where({ id }).first()).status).to.equal('pending');
+      await listed.server.db.knex('jobs').where({ id }).delete();
+    } finally {
+      await Promise.all([listed.stop(), allBut.stop()]);
+    }
+    let refused: unknown = null;
+    await startTestServer({ JOB_QUEUES: 'knowledge-index,knowlege-index' }).then((t) => t.stop(), (err: unknown) => void (refused = err));
+    expect(String(refused)).to.include('JOB_QUEUES names unknown queues: knowlege-index');
   });
 });

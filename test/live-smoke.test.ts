@@ -17,10 +17,13 @@ describe('live support smoke', () => {
       expect((await created).conversation.id).to.equal(conversationId);
 
       const agentGot = nextEvent(agentSocket, 'new_message', (p) => p.message.content === 'from visitor');
+      // The visitor gets its own message too, after the ack when it travels through Redis.
+      const echoed = nextEvent(visitorSocket, 'new_message', (p) => p.message.content === 'from visitor');
       const ack = await request(visitorSocket, 'send_message', { conversationId, content: 'from visitor', clientMessageId: 'v-1' });
       expect(ack.success, JSON.stringify(ack)).to.equal(true);
       expect(ack.data.message.seq).to.equal(2);
       expect((await agentGot).message.seq).to.equal(2);
+      expect((await echoed).message.seq).to.equal(2);
 
       const visitorMessages = collect(visitorSocket, 'new_message');
       const note = await request(agentSocket, 'send_message', { conversationId, content: 'internal note', private: true });

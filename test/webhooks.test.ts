@@ -31,6 +31,9 @@ async function createHook(owner: SignedUp, url: string, events: string[]): Promi
 
 /** Makes every waiting delivery due now and runs them (no waiting minutes for a retry). */
 async function runDue(server: TestServer): Promise<void> {
+  // A run's outcome (the next attempt's time) is written after its handler returns: wait for it, or it would move
+  // the job back to the future after this made it due.
+  await until(() => server.server.db.knex('jobs').where({ queue: QUEUE, status: 'running' }).first(), (running) => !running, 20_000);
   await server.server.db.knex('jobs').where({ queue: QUEUE, status: 'pending' }).update({ run_at: new Date(Date.now() - 1000) });
   await server.server.jobs.drain(QUEUE);
 }

@@ -4,9 +4,11 @@
 // FOR UPDATE SKIP LOCKED and holds them under a lease; a job whose instance died is claimed again once the lease
 // runs out. Delivery is therefore at least once: handlers must be safe to run twice.
 // Under load one claim statement takes work for every free slot of a queue (one claim in flight per queue at a
-// time), and the jobs that finish in the same event-loop turn are recorded done by one statement.
+// time). A slot is free as soon as its handler returns: the outcome is written afterwards, the jobs done meanwhile
+// by one statement (or by the handler's own statement, when it answers JOB_FINISHED).
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.js';
+import type { JobQueueSelection } from '../config.js';
 import { tickBatch } from './tickBatch.js';
 
 export interface Job<P> {
@@ -18,9 +20,24 @@ export interface Job<P> {
   attempt: number;
 }
 
+/**
+ * A handler's answer when it recorded its job done itself, in the statement that wrote its own outcome (see
+ * `finishJobsSql`): the queue writes nothing more for it.
+ */
+export const JOB_FINISHED = Symbol('job finished by its handler');
+
+/**
+ * An UPDATE marking done the claims `(id uuid, attempts int)` that `claims` (a relation in the caller's SQL) lists,
+ * unless another instance took a job over after this claim's lease ran out; for a handler's own statement, as a CTE.
+ */
+export function finishJobsSql(claims: string): string {
+  return `update jobs set status = 'done', last_error = null, locked_until = null, finished_at = now(), updated_at = now()
+           where (id, attempts) in (select id, attempts from ${claims})`;
+}
+
 export interface QueueDefinition<P> {
   queue: string;
-  handle(job: Job<P>): Promise<void>;
+  handle(job: Job<P>): Promise<void | typeof JOB_FINISHED>;
   /** Wait after failed attempt n before attempt n + 1, in seconds; its length + 1 is the number of attempts. */
   retryDelaysSeconds: number[];
   /** How long a claim holds a job before another instance may take it (default 60 s): longer than a run takes. */
@@ -75,24 +92,40 @@ const KEEP_FINISHED_DAYS = 7;
 export class JobQueue {
   private readonly queues = new Map<string, Required<QueueDefinition<unknown>>>();
   private readonly inFlight = new Map<string, Set<Promise<void>>>();
+  /** Outcomes of ended runs still being written. */
+  private readonly settling = new Set<Promise<void>>();
   private poller: NodeJS.Timeout | null = null;
   private pruner: NodeJS.Timeout | null = null;
   private stopped = true;
   /** Queues with a claim in flight, and those asked to poll meanwhile (they claim again once it returns). */
   private readonly claiming = new Set<string>();
   private readonly pollAgain = new Set<string>();
-  private readonly markDone = tickBatch((rows: ClaimedRow[]) => this.finishDone(rows));
+  /** Queues whose claim is already planned for a burst of inserts. */
+  private readonly wakeTimers = new Map<string, NodeJS.Timeout>();
+  // One write in flight: the runs that end meanwhile go together in the next one.
+  private readonly markDone = tickBatch((rows: ClaimedRow[]) => this.finishDone(rows), { inFlight: 1 });
 
   constructor(
     private readonly knex: Knex,
     private readonly logger: Logger,
-    private readonly options: { pollMs?: number } = {},
+    private readonly options: { pollMs?: number; /** The queues this instance works on (JOB_QUEUES); default all. */ select?: JobQueueSelection } = {},
   ) {}
+
+  /** Whether this instance claims and runs jobs of `queue` (it writes jobs of every defined queue). */
+  private runs(queue: string): boolean {
+    const select = this.options.select;
+    return this.queues.has(queue) && (!select || ((!select.only || select.only.includes(queue)) && !select.except.includes(queue)));
+  }
 
   define<P>(definition: QueueDefinition<P>): void {
     if (this.queues.has(definition.queue)) throw new Error(`queue ${definition.queue} is defined twice`);
     this.queues.set(definition.queue, { leaseSeconds: 60, concurrency: 4, ...definition } as Required<QueueDefinition<unknown>>);
     this.inFlight.set(definition.queue, new Set());
+  }
+
+  /** The queues this instance runs (a database shared by several deployments may hold others). */
+  names(): string[] {
+    return [...this.queues.keys()].filter((name) => this.runs(name));
   }
 
   async enqueue<P>(queue: string, payload: P, options: EnqueueOptions = {}): Promise<{ id: string }> {
@@ -126,9 +159,11 @@ export class JobQueue {
   /**
    * Inserts `rows` into `table` (a row that conflicts on `conflict` is skipped) and, in the same statement, a job of
    * `queue` for each row actually inserted, its payload `{ [idKey]: id }`: rows and jobs commit together in one round
-   * trip, for callers that answer only after both are stored (provider webhooks). Answers the inserted ids.
+   * trip, for callers that answer only after both are stored (provider webhooks). Answers the inserted ids. With
+   * `wakeWithinMs` the jobs are claimed that much later at most, together with whatever else was inserted meanwhile
+   * (one claim for a burst rather than one per call).
    */
-  async insertWithJobs(table: string, rows: Record<string, unknown>[], conflict: string[], queue: string, idKey: string): Promise<string[]> {
+  async insertWithJobs(table: string, rows: Record<string, unknown>[], conflict: string[], queue: string, idKey: string, wakeWithinMs = 0): Promise<string[]> {
     if (!this.queues.has(queue)) throw new Error(`queue ${queue} is not defined`);
     if (rows.length === 0) return [];
     const insert = this.knex(table).insert(rows).onConflict(conflict).ignore().returning(['id', 'organizationId']).toSQL();
@@ -137,13 +172,24 @@ export class JobQueue {
       [...insert.bindings, queue, idKey, idKey],
     );
     const ids = ((result.rows ?? result) as { rowId: string }[]).map((r) => r.rowId);
-    if (ids.length) this.poll(queue);
+    if (ids.length && wakeWithinMs > 0) this.wakeWithin(queue, wakeWithinMs);
+    else if (ids.length) this.poll(queue);
     return ids;
+  }
+
+  private wakeWithin(queue: string, ms: number): void {
+    if (this.wakeTimers.has(queue)) return;
+    const timer = setTimeout(() => {
+      this.wakeTimers.delete(queue);
+      this.poll(queue);
+    }, ms);
+    timer.unref();
+    this.wakeTimers.set(queue, timer);
   }
 
   /** Jobs of `queue` were written by a statement of their own (committed): claim them now, not at the next poll. */
   wake(queue: string): void {
-    if (this.queues.has(queue)) this.poll(queue);
+    if (this.runs(queue)) this.poll(queue);
   }
 
   /** Picked up at once after the commit rather than at the next poll. */
@@ -152,8 +198,16 @@ export class JobQueue {
     committed.then(() => this.poll(queue), () => undefined);
   }
 
+  /** Throws when JOB_QUEUES names a queue that is not defined (a typo would leave its jobs waiting forever). */
+  checkSelection(): void {
+    const named = [...(this.options.select?.only ?? []), ...(this.options.select?.except ?? [])];
+    const unknown = named.filter((name) => !this.queues.has(name));
+    if (unknown.length > 0) throw new Error(`JOB_QUEUES names unknown queues: ${unknown.join(', ')} (known: ${[...this.queues.keys()].join(', ')})`);
+  }
+
   start(): void {
     if (!this.stopped) return;
+    this.checkSelection();
     this.stopped = false;
     this.poller = setInterval(() => this.poll(), this.options.pollMs ?? POLL_MS);
     this.poller.unref();
@@ -174,7 +228,7 @@ export class JobQueue {
     if (this.pruner) clearInterval(this.pruner);
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), waitMs)));
-    const running = Promise.allSettled([...this.inFlight.values()].flatMap((set) => [...set]));
+    const running = Promise.allSettled([...this.inFlight.values()].flatMap((set) => [...set])).then(() => this.settled());
     if ((await Promise.race([running, deadline])) === 'late') this.logger.warn({ waitMs }, 'jobs still running at stop are left to their leases');
     clearTimeout(timer);
   }
@@ -182,7 +236,7 @@ export class JobQueue {
   /** Runs every job of `queue` (or of all queues) that is due now, until none is left; returns how many ran. */
   async drain(queue?: string): Promise<number> {
     let ran = 0;
-    for (const name of queue ? [queue] : [...this.queues.keys()]) {
+    for (const name of queue ? [queue].filter((q) => this.runs(q)) : this.names()) {
       for (;;) {
         const claimed = await this.claim(name, 50);
         if (claimed.length === 0) break;
@@ -190,13 +244,19 @@ export class JobQueue {
         ran += claimed.length;
       }
     }
+    await this.settled();
     return ran;
+  }
+
+  /** Until the outcomes of the runs that ended so far are written. */
+  private async settled(): Promise<void> {
+    while (this.settling.size > 0) await Promise.allSettled([...this.settling]);
   }
 
   /** Claims what each queue has room for and runs it; never throws (a failed pass is retried at the next poll). */
   private poll(only?: string): void {
     if (this.stopped) return;
-    for (const name of this.queues.keys()) if (!only || name === only) this.pollQueue(name);
+    for (const name of this.names()) if (!only || name === only) this.pollQueue(name);
   }
 
   private pollQueue(name: string): void {
@@ -209,7 +269,10 @@ export class JobQueue {
     const definition = this.queues.get(name)!;
     const running = this.inFlight.get(name)!;
     const room = definition.concurrency - running.size;
-    if (room <= 0) return;
+    // A busy queue waits for a quarter of its slots before claiming: runs that end a few at a time would otherwise
+    // keep being claimed, read and recorded a few rows per statement. (Every ending run polls again, so it is not
+    // left waiting.)
+    if (room <= 0 || (running.size > 0 && room < Math.ceil(definition.concurrency / 4))) return;
     this.claiming.add(name);
     this.claim(name, room)
       .then((rows) => {
@@ -249,27 +312,39 @@ export class JobQueue {
     return (result.rows ?? result) as ClaimedRow[];
   }
 
+  /** Runs the handler; resolves when it returns, its outcome then written in the background (see `settled`). */
   private async run(queue: string, row: ClaimedRow): Promise<void> {
     const definition = this.queues.get(queue)!;
     const payload = typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload;
+    let outcome: Promise<void>;
     try {
-      await definition.handle({ id: row.id, queue, organizationId: row.organizationId, payload, attempt: row.attempts });
-      await this.markDone(row);
+      const answer = await definition.handle({ id: row.id, queue, organizationId: row.organizationId, payload, attempt: row.attempts });
+      outcome = answer === JOB_FINISHED ? Promise.resolve() : this.markDone(row);
     } catch (err) {
-      const message = err instanceof Error ? err.message.slice(0, 1000) : 'job failed';
-      const retriesLeft = row.attempts <= definition.retryDelaysSeconds.length;
-      if (err instanceof GiveUp || !retriesLeft) {
-        this.logger.warn({ jobId: row.id, queue, attempts: row.attempts, err: message }, 'job failed for good');
-        await this.finish(row, { status: 'failed', last_error: message });
-        return;
-      }
-      const delay = err instanceof RetryLater && err.delaySeconds !== undefined ? err.delaySeconds : definition.retryDelaysSeconds[row.attempts - 1]!;
-      this.logger.info({ jobId: row.id, queue, attempts: row.attempts, retryInSeconds: delay, err: message }, 'job will be retried');
-      await this.knex('jobs')
-        .where({ id: row.id, attempts: row.attempts })
-        .update({ status: 'pending', locked_until: null, last_error: message, run_at: this.knex.raw('now() + make_interval(secs => ?)', [delay]), updated_at: this.knex.fn.now() })
-        .catch((e: unknown) => this.logger.error({ err: e, jobId: row.id }, 'could not reschedule a job (it runs again after its lease)'));
+      outcome = this.failed(definition, row, err);
     }
+    const written = outcome
+      .catch((err: unknown) => this.logger.error({ err, jobId: row.id }, 'could not record a job\'s outcome (it runs again after its lease)'))
+      .finally(() => this.settling.delete(written));
+    this.settling.add(written);
+  }
+
+  /** Gives up on the job or schedules its next attempt. */
+  private async failed(definition: Required<QueueDefinition<unknown>>, row: ClaimedRow, err: unknown): Promise<void> {
+    const { queue } = definition;
+    const message = err instanceof Error ? err.message.slice(0, 1000) : 'job failed';
+    const retriesLeft = row.attempts <= definition.retryDelaysSeconds.length;
+    if (err instanceof GiveUp || !retriesLeft) {
+      this.logger.warn({ jobId: row.id, queue, attempts: row.attempts, err: message }, 'job failed for good');
+      await this.finish(row, { status: 'failed', last_error: message });
+      return;
+    }
+    const delay = err instanceof RetryLater && err.delaySeconds !== undefined ? err.delaySeconds : definition.retryDelaysSeconds[row.attempts - 1]!;
+    this.logger.info({ jobId: row.id, queue, attempts: row.attempts, retryInSeconds: delay, err: message }, 'job will be retried');
+    await this.knex('jobs')
+      .where({ id: row.id, attempts: row.attempts })
+      .update({ status: 'pending', locked_until: null, last_error: message, run_at: this.knex.raw('now() + make_interval(secs => ?)', [delay]), updated_at: this.knex.fn.now() })
+      .catch((e: unknown) => this.logger.error({ err: e, jobId: row.id }, 'could not reschedule a job (it runs again after its lease)'));
   }
 
   /** Records the outcome, unless another instance took the job over after this claim's lease ran out. */
@@ -280,15 +355,11 @@ export class JobQueue {
       .catch((err: unknown) => this.logger.error({ err, jobId: row.id }, 'could not record a finished job (it runs again after its lease)'));
   }
 
-  /** `finish` for the jobs of one turn that succeeded, in one statement. */
+  /** `finish` for the jobs that succeeded while the previous such write ran, in one statement. */
   private async finishDone(rows: ClaimedRow[]): Promise<void[]> {
     const claims = JSON.stringify(rows.map((r) => ({ id: r.id, attempts: r.attempts })));
     await this.knex
-      .raw(
-        `update jobs set status = 'done', last_error = null, locked_until = null, finished_at = now(), updated_at = now()
-          where (id, attempts) in (select c.id, c.attempts from jsonb_to_recordset(?::jsonb) as c(id uuid, attempts int))`,
-        [claims],
-      )
+      .raw(finishJobsSql('jsonb_to_recordset(?::jsonb) as c(id uuid, attempts int)'), [claims])
       .catch((err: unknown) => this.logger.error({ err, jobIds: rows.map((r) => r.id) }, 'could not record finished jobs (they run again after their leases)'));
     return rows.map(() => undefined);
   }

@@ -12,7 +12,10 @@ export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
     // A busy machine (mutation testing runs many servers in a row) may set a longer start deadline.
     this.timeout(Number(process.env.TEST_SERVER_START_TIMEOUT_MS) || 60_000);
-    shared = await startTestServer();
+    // On PostgreSQL every test server shares one database. The shared server lives through the whole run, so it
+    // leaves the jobs of channels and webhooks to the servers that the tests of those areas start with their fake
+    // providers, keys and settings (it would otherwise claim some of them, with its own).
+    shared = await startTestServer({ JOB_QUEUES: '-channel-inbound,-channel-delivery,-webhook-delivery' });
   },
   async afterAll() {
     await shared?.stop();

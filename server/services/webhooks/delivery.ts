@@ -3,7 +3,8 @@
 // 5xx is retried at 1 m, 5 m, 30 m, 2 h, 6 h, 12 h, 24 h; any other answer is final. 410, or 50 failures in a
 // row, disables the hook and tells the organization's admins.
 // The deliveries the queue runs together share their statements: one read of their rows and hooks, one of their
-// messages, one write of their successes (a failure, rarer and with more to decide, is written on its own).
+// messages, one write of their successes that also finishes their jobs (a failure, rarer and with more to decide,
+// is written on its own). The deliveries of one event share their body.
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Knex } from 'knex';
@@ -12,7 +13,7 @@ import { rowFromJson } from '../../../db/statements.js';
 import type { Webhook } from '../../../db/models/Webhook.js';
 import type { WebhookDelivery } from '../../../db/models/WebhookDelivery.js';
 import type { Message } from '../../../db/models/Message.js';
-import { GiveUp, RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
+import { finishJobsSql, GiveUp, JOB_FINISHED, RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
 import { tickBatch } from '../../jobs/tickBatch.js';
 import type { Logger } from '../../logger.js';
 import type { WebhookResult } from '../../metrics.js';
@@ -23,7 +24,8 @@ import { TEST_EVENT } from './catalog.js';
 import { WEBHOOK_QUEUE, type WebhookService } from './service.js';
 import { signatureHeader } from './signing.js';
 import { pinnedLookup, resolveTarget, UnsafeTarget, type TargetPolicy } from './ssrf.js';
-import { targetOf, TargetLimit } from './targets.js';
+import { KeyedLimit } from '../../jobs/keyedLimit.js';
+import { targetOf } from './targets.js';
 
 export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600, 43200, 86400];
 export const DISABLE_AFTER_FAILURES = 50;
@@ -44,6 +46,8 @@ interface Answer {
 interface Succeeded {
   id: string;
   attempts: number;
+  /** The job's claim, finished by the same statement. */
+  job: { id: string; attempt: number };
   responseStatus: number;
   responseBody: string;
   durationMs: number;
@@ -76,9 +80,12 @@ export class WebhookDeliverer {
 
   private readonly load = tickBatch((ids: string[]) => this.loadDeliveries(ids));
   private readonly loadMessage = tickBatch((keys: { id: string; organizationId: string }[]) => this.loadMessages(keys));
-  private readonly recordSuccess = tickBatch((rows: Succeeded[]) => this.recordSuccesses(rows));
+  // Two writes in flight at most: under load the successes that arrive meanwhile share the next one.
+  private readonly recordSuccess = tickBatch((rows: Succeeded[]) => this.recordSuccesses(rows), { inFlight: 2 });
+  /** Bodies of the events being sent now, by event: one serialization for all of an event's subscriptions. */
+  private readonly bodies = new Map<string, Promise<string | null>>();
 
-  private readonly targets = new TargetLimit(PER_TARGET);
+  private readonly targets = new KeyedLimit(PER_TARGET);
 
   constructor(private readonly deps: DeliveryDeps) {
     deps.jobs.define<{ deliveryId: string }>({
@@ -96,7 +103,7 @@ export class WebhookDeliverer {
     this.httpsAgent.destroy();
   }
 
-  private async deliver(job: Job<{ deliveryId: string }>): Promise<void> {
+  private async deliver(job: Job<{ deliveryId: string }>): Promise<void | typeof JOB_FINISHED> {
     const { models } = this.deps;
     const { delivery, hook } = await this.load(job.payload.deliveryId);
     // Gone with its hook, or already settled by an earlier run of this job (runs are at least once).
@@ -147,11 +154,11 @@ export class WebhookDeliverer {
     // PostgreSQL text cannot hold NUL.
     const recorded = { responseStatus: answer.status, responseBody: answer.body.slice(0, KEEP_RESPONSE_CHARS).replace(/\0/g, ''), durationMs };
     if (answer.status >= 200 && answer.status < 300) {
-      await this.recordSuccess({ id: delivery.id, attempts: delivery.attempts + 1, ...recorded });
+      await this.recordSuccess({ id: delivery.id, attempts: delivery.attempts + 1, job: { id: job.id, attempt: job.attempt }, ...recorded });
       // Most hooks have no failures to forget: no write for them.
       if (hook.consecutiveFailures > 0) await models.Webhook.forOrg(hook.organizationId).patch({ consecutiveFailures: 0 }).where('id', hook.id);
       this.deps.onResult?.('succeeded');
-      return;
+      return JOB_FINISHED;
     }
     const retryable = answer.status === 429 || answer.status >= 500;
     const final = !retryable || last;
@@ -160,8 +167,22 @@ export class WebhookDeliverer {
     throw new RetryLater(`HTTP ${answer.status}`, answer.status === 429 ? retryAfterSeconds(answer.headers['retry-after']) : undefined);
   }
 
-  /** The JSON body: `{id, type, organizationId, createdAt, data}`; null when its message is gone. */
-  private async bodyOf(delivery: WebhookDelivery): Promise<string | null> {
+  /**
+   * The JSON body: `{id, type, organizationId, createdAt, data}`; null when its message is gone. An event's
+   * deliveries loaded together (one per subscription) share one, kept until the turn after they were read.
+   */
+  private bodyOf(delivery: WebhookDelivery): Promise<string | null> {
+    const key = `${delivery.organizationId} ${delivery.eventId} ${new Date(delivery.createdAt).getTime()}`;
+    let body = this.bodies.get(key);
+    if (!body) {
+      body = this.buildBody(delivery);
+      this.bodies.set(key, body);
+      setImmediate(() => this.bodies.delete(key));
+    }
+    return body;
+  }
+
+  private async buildBody(delivery: WebhookDelivery): Promise<string | null> {
     let data = delivery.payload;
     if (delivery.messageId) {
       const message = await this.loadMessage({ id: delivery.messageId, organizationId: delivery.organizationId });
@@ -202,15 +223,21 @@ export class WebhookDeliverer {
     });
   }
 
-  /** Successful deliveries of one turn, recorded by one statement. */
+  /** Successful deliveries and their jobs' finish, recorded by one statement. */
   private async recordSuccesses(rows: Succeeded[]): Promise<void[]> {
     await this.deps.knex.raw(
-      `update webhook_deliveries as d
-          set status = 'succeeded', delivered_at = now(), last_error = null, response_status = s.status,
-              response_body = s.body, duration_ms = s.ms, attempts = s.attempts, updated_at = now()
-         from jsonb_to_recordset(?::jsonb) as s(id uuid, status int, body text, ms int, attempts int)
-        where d.id = s.id`,
-      [JSON.stringify(rows.map((r) => ({ id: r.id, status: r.responseStatus, body: r.responseBody, ms: r.durationMs, attempts: r.attempts })))],
+      `with s as (
+         select * from jsonb_to_recordset(?::jsonb) as s(id uuid, status int, body text, ms int, attempts int, job uuid, claim int)
+       ), recorded as (
+         update webhook_deliveries as d
+            set status = 'succeeded', delivered_at = now(), last_error = null, response_status = s.status,
+                response_body = s.body, duration_ms = s.ms, attempts = s.attempts, updated_at = now()
+           from s where d.id = s.id
+       ), finished as (
+         ${finishJobsSql('(select job as id, claim as attempts from s) as claims')}
+       )
+       select 1`,
+      [JSON.stringify(rows.map((r) => ({ id: r.id, status: r.responseStatus, body: r.responseBody, ms: r.durationMs, attempts: r.attempts, job: r.job.id, claim: r.job.attempt })))],
     );
     return rows.map(() => undefined);
   }

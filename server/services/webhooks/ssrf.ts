@@ -50,8 +50,29 @@ export function urlProblem(raw: string, policy: TargetPolicy): string | null {
   return null;
 }
 
+export interface Target {
+  url: URL;
+  address: string;
+  family: 4 | 6;
+}
+
+/** Checked targets whose host is an address: nothing about them can change, so each is checked once. */
+const literalTargets = new Map<string, Target>();
+
 /** Resolves the URL's host and returns one address that is allowed, or throws UnsafeTarget. */
-export async function resolveTarget(raw: string, policy: TargetPolicy): Promise<{ url: URL; address: string; family: 4 | 6 }> {
+export async function resolveTarget(raw: string, policy: TargetPolicy): Promise<Target> {
+  const key = `${policy.allowPrivate ? 1 : 0} ${raw}`;
+  const known = literalTargets.get(key);
+  if (known) return known;
+  const target = await checkTarget(raw, policy);
+  if (isIP(target.url.hostname.replace(/^\[|\]$/g, ''))) {
+    if (literalTargets.size >= 10_000) literalTargets.clear();
+    literalTargets.set(key, target);
+  }
+  return target;
+}
+
+async function checkTarget(raw: string, policy: TargetPolicy): Promise<Target> {
   const problem = urlProblem(raw, policy);
   if (problem) throw new UnsafeTarget(`The URL ${problem}`);
   const url = new URL(raw);

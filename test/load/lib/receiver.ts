@@ -6,16 +6,24 @@ export interface Receiver {
   url: string;
   count(): number;
   bytes(): number;
+  /** The body of the last POST received. */
+  last(): string;
   close(): Promise<void>;
 }
 
 export async function startReceiver(): Promise<Receiver> {
   let count = 0;
   let bytes = 0;
+  let last: Buffer[] = [];
   const server: Server = createServer((req, res) => {
-    req.on('data', (c: Buffer) => (bytes += c.length));
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => {
+      bytes += c.length;
+      chunks.push(c);
+    });
     req.on('end', () => {
       count++;
+      last = chunks;
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     });
   });
@@ -25,6 +33,7 @@ export async function startReceiver(): Promise<Receiver> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     count: () => count,
     bytes: () => bytes,
+    last: () => Buffer.concat(last).toString('utf8'),
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }
