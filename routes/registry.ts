@@ -171,6 +171,7 @@ export class RouteRegistry {
       const validateBody: ValidateFunction | null = hasBody ? bodyAjv.compile(def.body ?? EMPTY_BODY) : null;
       const validateQuery = queryAjv.compile(def.query ?? { type: 'object', properties: {} });
       const validateParams = def.params ? queryAjv.compile(def.params) : null;
+      const rule = def.auth.kind === 'org' ? { role: def.auth.role, scope: requiredScope(def) } : null;
       const chain: Middleware<RequestState>[] = [];
       const router = routerFor(def.path);
       this.mounted.set(def.operationId, { path: `${router.opts.prefix ?? ''}${def.path}`, validateParams });
@@ -232,8 +233,7 @@ export class RouteRegistry {
         }
         // Keys act only on organization routes, only inside their organization and only as far as the route's scope lets them.
         if (actor?.apiKey && auth.kind !== 'org') throw new Forbidden(`This API key may not call this route (${describeScope(null, 'owner')})`);
-        if (auth.kind === 'org' && actor) {
-          const rule = { role: auth.role, scope: requiredScope(def) };
+        if (auth.kind === 'org' && actor && rule) {
           if (actor.apiKey) {
             authorize(actor, rule, null);
             orgId = auth.orgFrom === 'path' ? String(params.orgId) : actor.orgId;

@@ -27,7 +27,7 @@ export function createApp(services: RouteServices, logger: Logger, metrics?: Met
     if (services.readiness.isStopping) ctx.set('Connection', 'close');
     await next();
   });
-  app.use(accessLog());
+  app.use(accessLog(logger));
   app.use(errorMapper({ exposeInternal: config.env === 'development' }));
   // JSON answers need no sources at all; useDefaults: false keeps Helmet from merging its page-oriented defaults in.
   app.use(securityHeaders({ contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, crossOriginResourcePolicy: { policy: 'same-site' } }));

@@ -46,8 +46,11 @@ export interface DomainEvents {
   'channel.delivery_updated': { organizationId: string; delivery: ChannelDeliveryView };
   /** A channel's status moved (verified, handshake done, failed a check, disabled or enabled): agents only. */
   'channel.status_changed': { organizationId: string; previousStatus: string; channel: ChannelView };
-  /** An agent's effective status changed (first socket, last socket, or an explicit choice). */
-  'presence.changed': { organizationId: string; userId: string; status: string };
+  /**
+   * An agent's effective status changed (first socket, last socket, or an explicit choice). `availability`: the one
+   * chosen, on an explicit choice (the status alone says offline while no socket is open).
+   */
+  'presence.changed': { organizationId: string; userId: string; status: string; availability?: string };
 }
 
 export type DomainEventName = keyof DomainEvents;

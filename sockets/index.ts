@@ -8,7 +8,6 @@ import { requestOrigin } from '../server/services/widget.js';
 import { authorize } from '../server/policies/index.js';
 import { redisAdapter } from './adapter.js';
 import { createBroadcaster } from './broadcast.js';
-import { HandshakeCache } from './handshake-cache.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
 import { attachOperator } from './operator.js';
 import { NAMESPACE, rooms } from './rooms.js';
@@ -66,7 +65,6 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     }
   });
 
-  const handshakes = new HandshakeCache(deps.events, deps.redis, logger);
   const corsOrigins = new Set(config.corsOrigins);
   const operatorOriginAllowed = (origin: string | undefined) => !origin || corsOrigins.size === 0 || corsOrigins.has('*') || corsOrigins.has(origin);
 
@@ -87,10 +85,8 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     try {
       // The same resolver as REST; an agent socket is for reading the organization's conversations, so it needs
       // what a REST read of them needs (a key: conversations:read; a person: an accepted membership).
-      // A person's token seen moments ago is answered from memory (see handshake-cache.ts for what drops it).
-      const cached = credential === 'access' ? handshakes.get(token) : undefined;
-      const actor = cached ?? (await deps.actors.fromToken(token, credential));
-      if (!cached && credential === 'access' && actor.kind === 'operator') handshakes.set(token, actor);
+      // A person's token seen moments ago is answered from memory (server/auth/callerCache.ts: what drops it).
+      const actor = await deps.callers.fromToken(token, credential);
       if (actor.kind === 'operator') {
         if (actor.orgId !== orgId) return refuse('forbidden', `the ${actor.apiKey ? 'key' : 'token'} is for another organization`);
         authorize(actor, deps.policies.conversation.read, actor.membership);
@@ -142,7 +138,6 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     localSockets,
     async close() {
       broadcaster.stop();
-      handshakes.close();
       deps.redis?.off('up', recheck);
       // Tell every client to go now, then stop the engine; Redis clients close last.
       io.disconnectSockets(true);

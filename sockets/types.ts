@@ -2,7 +2,8 @@
 // given): a leaf, so the handlers and the broadcaster never import the module that wires them.
 import type { Namespace, Server, Socket } from 'socket.io';
 import type { Models } from '../db/index.js';
-import type { OperatorActor, ActorResolver, VisitorActor } from '../server/auth/actor.js';
+import type { OperatorActor, VisitorActor } from '../server/auth/actor.js';
+import type { CallerCache } from '../server/auth/callerCache.js';
 import type { Config } from '../server/config.js';
 import type { DomainEventBus } from '../server/events.js';
 import type { Logger } from '../server/logger.js';
@@ -32,7 +33,8 @@ export interface RealtimeDeps {
   models: Models;
   redis: RedisLink | null;
   events: DomainEventBus;
-  actors: ActorResolver;
+  /** The same remembered callers as REST: agents' handshakes resolve through them. */
+  callers: CallerCache;
   /** The authorization rules, the same ones the REST routes apply. */
   policies: Policies;
   presence: Presence;

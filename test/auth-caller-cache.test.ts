@@ -1,11 +1,14 @@
-// The REST path remembers an access token's caller for a moment; ending access must still take effect on the very
-// next request, on this instance and on every other one sharing the database.
+// REST and the agents' socket handshake remember an access token's caller for a moment; ending access must still take
+// effect on the very next request or handshake, on this instance and on every other one sharing the database, and an
+// agent's chosen availability must replace the remembered one.
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { addMember, PASSWORD, signUp } from './helpers/factories.js';
-import { expectApiError, expectApiSuccess, login } from './helpers/auth.js';
+import { expectApiError, expectApiSuccess, jwtPayload, login } from './helpers/auth.js';
 import { Api, type ApiResponse } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { connectOk, disconnected, nextEvent, refusal, request, type ClientSocket } from './helpers/sockets.js';
 import { waitFor } from './helpers/wait.js';
 
 const members = (orgId: string) => `/memberships/organizations/${orgId}/members`;
@@ -13,13 +16,38 @@ const members = (orgId: string) => `/memberships/organizations/${orgId}/members`
 /**
  * The other instance hears a revocation when PostgreSQL hands it the notice sent at commit: normally before any
  * later request reaches it, but on a starved machine its listening connection may be read a few milliseconds late.
- * (Without the notice the refusal would take the full two seconds.)
+ * (Without the notice the refusal would take the full ten seconds.)
  */
 async function refusedWithin(ms: number, request: () => Promise<ApiResponse>, status: number): Promise<void> {
   const deadline = Date.now() + ms;
   let res = await request();
   while (res.status !== status && Date.now() < deadline) res = await request();
   expect(res.status, JSON.stringify(res.body)).to.equal(status);
+}
+
+/** The status the agents' sockets are told when `userId` connects with `token` (then the socket is closed). */
+async function statusOnConnect(watcher: ClientSocket, baseUrl: string, orgId: string, userId: string, token: string): Promise<string> {
+  // An offline still on its way (the last socket, or a choice made while offline) is not this connection's.
+  const told = nextEvent(watcher, 'user_status_update', (p) => p.userId === userId && p.status !== 'offline');
+  const socket = await connectOk(baseUrl, orgId, token);
+  try {
+    return (await told).status;
+  } finally {
+    const offline = nextEvent(watcher, 'user_status_update', (p) => p.userId === userId && p.status === 'offline');
+    socket.close();
+    await offline;
+  }
+}
+
+/** Runs `body` with Date.now moved `seconds` ahead (the server runs in this process); the real clock is back after. */
+async function withClockAhead<T>(seconds: number, body: () => Promise<T>): Promise<T> {
+  const realNow = Date.now;
+  Date.now = () => realNow() + seconds * 1000;
+  try {
+    return await body();
+  } finally {
+    Date.now = realNow;
+  }
 }
 
 /** Several reads with one token, so its caller is remembered if it is going to be. */
@@ -31,6 +59,79 @@ describe('auth: remembered callers', () => {
   it('remembers callers on this instance', async () => {
     const { server } = sharedServer();
     await waitFor(() => server.services.callers.live, { what: 'the caller cache to hear revocations' });
+  });
+
+  it('reads a caller once for a burst of requests and handshakes with one token, and again once the moment has passed', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const key = expectApiSuccess(await owner.api.post('/api-keys', { name: 'Inbox bot', scopes: ['conversations:read', 'contacts:read'] }, { token: owner.accessToken }), 201);
+    // The resolver itself, counted: the cache must spare it, not replace it.
+    const actors = server.services.actors;
+    const { operator, fromToken } = actors;
+    const reads: string[] = [];
+    actors.operator = function (token) {
+      reads.push(token);
+      return operator.call(this, token);
+    };
+    actors.fromToken = function (token, kind) {
+      reads.push(token);
+      return fromToken.call(this, token, kind);
+    };
+    const readsOf = (token: string) => reads.filter((t) => t === token).length;
+    try {
+      const { accessToken } = await login(new Api(baseUrl), owner.email, PASSWORD);
+      await warm(owner.api, accessToken);
+      (await connectOk(baseUrl, owner.orgId, accessToken)).close();
+      expect(readsOf(accessToken)).to.equal(1);
+      // A key is read every time (its revocation has its own path).
+      for (let i = 0; i < 2; i++) expectApiSuccess(await owner.api.get('/contacts', { token: key.token }), 200);
+      expect(readsOf(key.token)).to.equal(2);
+      await withClockAhead(11, async () => {
+        await warm(owner.api, accessToken);
+        expect(readsOf(accessToken)).to.equal(2);
+      });
+    } finally {
+      Object.assign(actors, { operator, fromToken });
+    }
+  });
+
+  it('a lookup that an availability change overtakes takes the change, and is remembered all the same', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent');
+    const otherDevice = await login(new Api(baseUrl), agent.email, PASSWORD);
+    const watcher = await connectOk(baseUrl, owner.orgId, owner.accessToken);
+    const actors = server.services.actors;
+    const { operator } = actors;
+    let reads = 0;
+    // The agent's first handshake reads the database; before that answer is used, the agent picks busy elsewhere.
+    actors.operator = async function (token) {
+      if (token !== agent.accessToken) return operator.call(this, token);
+      reads += 1;
+      const actor = await operator.call(this, token);
+      if (reads === 1) expectApiSuccess(await agent.api.patch('/agent/status', { status: 'busy' }, { token: otherDevice.accessToken }), 200);
+      return actor;
+    };
+    try {
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, agent.userId, agent.accessToken)).to.equal('busy');
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, agent.userId, agent.accessToken)).to.equal('busy');
+      expect(reads).to.equal(1);
+    } finally {
+      Object.assign(actors, { operator });
+      watcher.close();
+    }
+  });
+
+  it('never answers from memory past the token\'s expiry', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    await warm(owner.api, owner.accessToken);
+    (await connectOk(baseUrl, owner.orgId, owner.accessToken)).close();
+    const left = jwtPayload(owner.accessToken).exp - Date.now() / 1000;
+    await withClockAhead(left + 1, async () => {
+      expectApiError(await owner.api.get('/contacts', { token: owner.accessToken }), 401, 'unauthorized');
+      expect(await refusal(baseUrl, owner.orgId, owner.accessToken)).to.equal('unauthorized');
+    });
   });
 
   it('a suspended agent is refused on the next request, and let in again at once when reactivated', async () => {
@@ -72,6 +173,48 @@ describe('auth: remembered callers', () => {
     expectApiSuccess(await owner.api.get('/contacts', { token: owner.accessToken }), 200);
   });
 
+  it('a handshake is answered like REST: a logged-out session and a suspended agent are refused at the next handshake', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent');
+    const session = await login(new Api(baseUrl), owner.email, PASSWORD);
+    for (const token of [agent.accessToken, session.accessToken]) {
+      await warm(owner.api, token);
+      (await connectOk(baseUrl, owner.orgId, token)).close();
+    }
+    expectApiSuccess(await owner.api.post('/auth/logout', {}, { token: session.accessToken }), 200);
+    expect(await refusal(baseUrl, owner.orgId, session.accessToken)).to.equal('unauthorized');
+    expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+    expect(await refusal(baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
+    // The owner's own session, in the same organization, is untouched.
+    (await connectOk(baseUrl, owner.orgId, owner.accessToken)).close();
+  });
+
+  it("an agent's chosen availability replaces the remembered one, chosen on the socket or over REST while offline", async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent');
+    const colleague = await addMember(server, owner, 'agent');
+    const watcher = await connectOk(baseUrl, owner.orgId, owner.accessToken);
+    try {
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, colleague.userId, colleague.accessToken)).to.equal('online');
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, agent.userId, agent.accessToken)).to.equal('online');
+      const socket = await connectOk(baseUrl, owner.orgId, agent.accessToken);
+      expect((await request(socket, 'update_status', { status: 'away' })).success).to.equal(true);
+      socket.close();
+      await disconnected(socket);
+      await waitFor(async () => !(await server.presence.isOnline(owner.orgId, agent.userId)), { what: 'the agent offline' });
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, agent.userId, agent.accessToken)).to.equal('away');
+      // Chosen while no socket is open: the status announced is offline, the availability still changed.
+      expect(expectApiSuccess(await agent.api.patch('/agent/status', { status: 'busy' }, { token: agent.accessToken }), 200)).to.deep.equal({ availability: 'busy', status: 'offline' });
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, agent.userId, agent.accessToken)).to.equal('busy');
+      // Only that agent's: a colleague remembered in the same organization keeps theirs.
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, colleague.userId, colleague.accessToken)).to.equal('online');
+    } finally {
+      watcher.close();
+    }
+  });
+
   describe('across instances (PostgreSQL)', function () {
     let a: TestServer;
     let b: TestServer;
@@ -107,6 +250,23 @@ describe('auth: remembered callers', () => {
       expectApiSuccess(await onB.get('/contacts', { token: owner.accessToken }), 200);
     });
 
+    it("an agent's availability chosen on one instance replaces the one the other remembers", async () => {
+      const owner = await signUp(a.server, a.baseUrl);
+      const agent = await addMember(a.server, owner, 'agent');
+      const watcher = await connectOk(b.baseUrl, owner.orgId, owner.accessToken);
+      try {
+        expect(await statusOnConnect(watcher, b.baseUrl, owner.orgId, agent.userId, agent.accessToken)).to.equal('online');
+        expectApiSuccess(await agent.api.patch('/agent/status', { status: 'busy' }, { token: agent.accessToken }), 200);
+        // The notice follows the change (not inside a transaction): allow B a moment to read it.
+        const deadline = Date.now() + 1_000;
+        let status = await statusOnConnect(watcher, b.baseUrl, owner.orgId, agent.userId, agent.accessToken);
+        while (status !== 'busy' && Date.now() < deadline) status = await statusOnConnect(watcher, b.baseUrl, owner.orgId, agent.userId, agent.accessToken);
+        expect(status).to.equal('busy');
+      } finally {
+        watcher.close();
+      }
+    });
+
     it('a password changed on one instance ends the other sessions on the other instance at once', async () => {
       const owner = await signUp(a.server, a.baseUrl);
       const other = await login(new Api(b.baseUrl), owner.email, PASSWORD);
@@ -114,6 +274,45 @@ describe('auth: remembered callers', () => {
       await warm(onB, other.accessToken);
       expectApiSuccess(await owner.api.post('/auth/change-password', { currentPassword: PASSWORD, newPassword: `${PASSWORD}-new` }, { token: owner.accessToken }), 200);
       await refusedWithin(250, () => onB.get('/contacts', { token: other.accessToken }), 401);
+    });
+
+    it('an organization deleted on one instance refuses its members on the other as it commits', async () => {
+      const owner = await signUp(a.server, a.baseUrl);
+      const agent = await addMember(a.server, owner, 'agent');
+      const onB = new Api(b.baseUrl);
+      await warm(onB, agent.accessToken);
+      await warm(owner.api, agent.accessToken);
+      expectApiSuccess(await owner.api.delete(`/organizations/${owner.orgId}`, { token: owner.accessToken }), 200);
+      await refusedWithin(250, () => onB.get('/contacts', { token: agent.accessToken }), 403);
+      expectApiError(await owner.api.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
+    });
+
+    it('stops remembering while its listening connection is lost, and hears revocations again once it listens anew', async () => {
+      const owner = await signUp(a.server, a.baseUrl);
+      const agent = await addMember(a.server, owner, 'agent');
+      const onB = new Api(b.baseUrl);
+      await warm(onB, agent.accessToken);
+      // Both instances' listening connections in this database are cut, as a failover or a restarted pooler would.
+      await a.server.db.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen caller_revoked%' and pid <> pg_backend_pid()`);
+      await waitFor(() => !b.server.services.callers.live, { what: 'B to notice it no longer hears revocations' });
+      await waitFor(() => a.server.services.callers.live && b.server.services.callers.live, { timeoutMs: 10_000, what: 'both instances to listen again' });
+      await warm(onB, agent.accessToken);
+      expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+      await refusedWithin(250, () => onB.get('/contacts', { token: agent.accessToken }), 403);
+      expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
+    });
+
+    it('a password change ends every other session on the other instance, however many there are', async () => {
+      const owner = await signUp(a.server, a.baseUrl);
+      const other = await login(new Api(b.baseUrl), owner.email, PASSWORD);
+      const onB = new Api(b.baseUrl);
+      await warm(onB, other.accessToken);
+      // Signed in on more devices than one notice can list (PostgreSQL limits a NOTIFY payload to 8000 bytes).
+      const expiresAt = new Date(Date.now() + 86_400_000);
+      await a.server.db.knex('auth_sessions').insert(Array.from({ length: 250 }, () => ({ id: randomUUID(), user_id: owner.userId, organization_id: owner.orgId, refresh_jti: randomUUID(), expires_at: expiresAt })));
+      expectApiSuccess(await owner.api.post('/auth/change-password', { currentPassword: PASSWORD, newPassword: `${PASSWORD}-new` }, { token: owner.accessToken }), 200);
+      await refusedWithin(250, () => onB.get('/contacts', { token: other.accessToken }), 401);
+      expectApiSuccess(await owner.api.get('/contacts', { token: owner.accessToken }), 200);
     });
   });
 });

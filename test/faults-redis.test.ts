@@ -1,7 +1,7 @@
 // Redis outages: instances stay up, answer what they can, say so once, and resume by themselves.
 import { expect } from 'chai';
 import { Api } from './helpers/http.js';
-import { signUp, uniqueEmail, PASSWORD } from './helpers/factories.js';
+import { addMember, signUp, uniqueEmail, PASSWORD } from './helpers/factories.js';
 import { newVisitor, startConversation } from './helpers/live.js';
 import { captureLogs, unhandledRejections, type CapturedLogs } from './helpers/logs.js';
 import { redisServerAvailable, testRedis, type TestRedis } from './helpers/redis.js';
@@ -93,6 +93,14 @@ describe('Redis outage on one instance', function () {
 
     // Presence falls back to what this instance knows: the connected owner is online.
     expect(await app.server.presence.isOnline(owner.orgId, owner.userId)).to.equal(true);
+
+    // A session remembered from a handshake and a request during the outage is refused at once once logged out.
+    const second = (await api.post('/auth/login', { email: owner.email, password: PASSWORD })).body.data.accessToken;
+    (await connectOk(app.baseUrl, owner.orgId, second)).close();
+    expect((await api.get('/contacts', { token: second })).status).to.equal(200);
+    expect((await api.post('/auth/logout', {}, { token: second })).status).to.equal(200);
+    expect(await refusal(app.baseUrl, owner.orgId, second)).to.equal('unauthorized');
+    expect((await api.get('/contacts', { token: second })).status).to.equal(401);
 
     // A few seconds more of outage, as in the field: still no exit, still serving.
     await settle(3_000);
@@ -198,7 +206,7 @@ describe('Redis outage between two instances', function () {
     await redis?.stop();
   });
 
-  it('loses no acknowledged message while Redis is down, resumes fan-out, and applies a logout made during the outage', async () => {
+  it('loses no acknowledged message while Redis is down, refuses a session and a member revoked on the other instance at once, and resumes', async () => {
     const owner = await signUp(a.server, a.baseUrl);
     const agentOnA = await connectOk(a.baseUrl, owner.orgId, owner.accessToken);
     sockets.push(agentOnA);
@@ -206,6 +214,8 @@ describe('Redis outage between two instances', function () {
     const login = await new Api(a.baseUrl).post('/auth/login', { email: owner.email, password: PASSWORD });
     const otherSession = await connectOk(b.baseUrl, owner.orgId, login.body.data.accessToken);
     sockets.push(otherSession);
+    const agent = await addMember(a.server, owner, 'agent');
+    const onB = new Api(b.baseUrl);
     const visitor = await newVisitor(owner);
     const visitorOnB = await connectOk(b.baseUrl, owner.orgId, visitor.token);
     sockets.push(visitorOnB);
@@ -225,10 +235,20 @@ describe('Redis outage between two instances', function () {
       await settle(100);
     }
     expect(acked.length).to.be.greaterThan(5);
-    const loggedOut = await new Api(a.baseUrl).post('/auth/logout', {}, { token: login.body.data.accessToken });
-    expect(loggedOut.status).to.equal(200);
-    // B let that token in moments ago, but cannot hear A's revocations now: it must ask the database again.
-    expect(await refusal(b.baseUrl, owner.orgId, login.body.data.accessToken)).to.equal('unauthorized');
+    // B remembers the second session and the agent from a handshake and a request made just now; revocations made
+    // through A reach it through PostgreSQL, not Redis, so B refuses both at once on either path.
+    const otherToken = login.body.data.accessToken;
+    for (const token of [otherToken, agent.accessToken]) {
+      (await connectOk(b.baseUrl, owner.orgId, token)).close();
+      expect((await onB.get('/contacts', { token })).status).to.equal(200);
+    }
+    expect((await new Api(a.baseUrl).post('/auth/logout', {}, { token: otherToken })).status).to.equal(200);
+    expect(await refusal(b.baseUrl, owner.orgId, otherToken)).to.equal('unauthorized');
+    expect((await onB.get('/contacts', { token: otherToken })).status).to.equal(401);
+    const suspended = await owner.api.patch(`/memberships/organizations/${owner.orgId}/members/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken });
+    expect(suspended.status).to.equal(200);
+    expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
+    expect((await onB.get('/contacts', { token: agent.accessToken })).status).to.equal(403);
 
     await redis.start();
     await waitFor(() => a.server.redis?.isUp && b.server.redis?.isUp, { timeoutMs: 15_000, what: 'both links back' });

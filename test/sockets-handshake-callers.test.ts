@@ -97,6 +97,10 @@ describe('socket handshake by kind of caller', function () {
     expect(reasons[2]).to.equal(reasons[3]);
     expect(new Set(reasons).size, reasons.join(' | ')).to.equal(cases.length - 1);
 
+    // An empty token is no token, whatever it would decode to.
+    expect(await refused(open(owner.orgId, '', { 'x-request-id': 'hs-empty-0001' }))).to.deep.equal({ message: 'unauthorized', data: { code: 'unauthorized' } });
+    expect((await logLine('socket refused', 'hs-empty-0001')).reason).to.equal(reasons[0]);
+
     await connected(open(owner.orgId, visitor.token, { 'x-request-id': 'hs-ok-visitor1' }));
     expect(await logLine('socket connected', 'hs-ok-visitor1')).to.include({ level: 20, orgId: owner.orgId, kind: 'visitor', sessionId: visitor.sessionId });
     await connected(open(owner.orgId, key.token, { 'x-request-id': 'hs-ok-bot-0001' }));

@@ -188,6 +188,22 @@ describe('socket handshake', () => {
     });
   });
 
+  describe("on a server whose CORS_ORIGINS holds '*'", () => {
+    let open: TestServer;
+    before(async function () {
+      this.timeout(60_000);
+      open = await startTestServer({ CORS_ORIGINS: 'https://app.example.test,*' });
+    });
+    after(async () => {
+      await open?.stop();
+    });
+
+    it('lets operators in from any origin', async () => {
+      const owner = await signUp(open.server, open.baseUrl);
+      track(await connectOk(open.baseUrl, owner.orgId, owner.accessToken, { origin: 'https://anywhere.example.test' }));
+    });
+  });
+
   it("refuses a visitor socket from an origin the widget's allowedOrigins does not list", async () => {
     const { server, baseUrl } = sharedServer();
     const owner = await signUp(server, baseUrl);

@@ -17,9 +17,4 @@ export class PasswordHasher {
     const ok = await bcrypt.compare(password, hash ?? (await this.dummyHash));
     return ok && !!hash;
   }
-
-  /** Spends the same time as a real hash, for paths that must not be faster for unknown emails. */
-  async burn(): Promise<void> {
-    await bcrypt.compare('not-a-real-password', await this.dummyHash);
-  }
 }

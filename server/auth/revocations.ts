@@ -1,9 +1,11 @@
 // Revocations of access (logout, reuse detection, password change, suspension, removal, role change, a deleted
 // organization) as every instance hears them: from this instance's domain events, and from the others through
-// PostgreSQL NOTIFY. Whatever remembers callers for a moment (callerCache.ts) drops them on these.
+// PostgreSQL NOTIFY, whether Redis is up or not. The remembered callers (callerCache.ts) drop what they name, and
+// follow an agent's chosen availability the same way.
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import pg from 'pg';
+import type { Availability } from '../../db/models/Membership.js';
 import type { DomainEventBus } from '../events.js';
 import type { Logger } from '../logger.js';
 
@@ -11,8 +13,32 @@ import type { Logger } from '../logger.js';
 export const REVOCATION_CHANNEL = 'caller_revoked';
 const RECONNECT_MS = 1_000;
 
-/** Who lost access: every token of a user, every token of an organization, or (while deaf) anyone. */
-export type Revocation = { userId: string } | { organizationId: string } | { everyone: true };
+/**
+ * Who lost access: the tokens of some sessions, every token of a user, a user's tokens for one organization, every
+ * token of an organization, or (while deaf) anyone.
+ */
+export type Revocation = { sessionIds: string[] } | { userId: string } | { organizationId: string; userId?: string } | { everyone: true };
+
+/** Not a revocation: the availability an agent chose (busy, away, online), which a remembered membership follows. */
+export interface AvailabilityChange {
+  organizationId: string;
+  userId: string;
+  availability: Availability;
+}
+
+export type CallerNotice = Revocation | AvailabilityChange;
+
+/**
+ * A NOTIFY payload must stay under 8000 bytes: past this many sessions (a password change of a user signed in
+ * everywhere) the notice names the user instead, which drops a little more than needed.
+ */
+const MAX_SESSIONS_PER_NOTICE = 100;
+
+/** The notice as it can travel: a long list of sessions becomes its user. */
+function wire(notice: CallerNotice & { userId?: string | null }): CallerNotice {
+  if ('sessionIds' in notice && notice.sessionIds.length > MAX_SESSIONS_PER_NOTICE && notice.userId) return { userId: notice.userId };
+  return notice;
+}
 
 /**
  * `local`: one process serves the database (embedded), domain events are every revocation there is. `listen`:
@@ -38,7 +64,7 @@ export interface RevocationDeps {
  * never delivers it, so nothing is cached behind one).
  */
 export class Revocations {
-  private listeners = new Set<(r: Revocation) => void>();
+  private listeners = new Set<(notice: CallerNotice) => void>();
   private client: pg.Client | null = null;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -51,24 +77,30 @@ export class Revocations {
     private readonly deps: RevocationDeps,
   ) {
     this.live = deps.mode === 'local';
-    const announce = (r: Revocation) => {
-      this.apply(r);
+    const announce = (notice: CallerNotice & { userId?: string | null }) => {
+      this.apply(notice);
       if (deps.mode === 'listen') {
-        deps.knex.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(r)]).catch((err: Error) => deps.logger.warn({ err }, 'could not tell other instances of a revocation'));
+        deps.knex.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(wire(notice))]).catch((err: Error) => deps.logger.warn({ err }, 'could not tell other instances of a revocation'));
       }
     };
-    deps.events.on('session.revoked', ({ userId }) => announce({ userId }));
-    deps.events.on('membership.changed', ({ userId }) => userId && announce({ userId }));
+    deps.events.on('session.revoked', ({ userId, sessionIds }) => announce({ sessionIds, userId }));
+    deps.events.on('membership.changed', ({ organizationId, userId }) => userId && announce({ organizationId, userId }));
     deps.events.on('organization.deleted', ({ organizationId }) => announce({ organizationId }));
+    // Only a choice carries `availability` (AgentService.setStatus); a first or last socket repeats the stored one
+    // or says offline, so it costs no notice on the connect path.
+    deps.events.on('presence.changed', ({ organizationId, userId, availability }) => {
+      if (availability) announce({ organizationId, userId, availability: availability as Availability });
+    });
   }
 
-  onRevoke(listener: (r: Revocation) => void): void {
+  onNotice(listener: (notice: CallerNotice) => void): void {
     this.listeners.add(listener);
   }
 
-  private apply(r: Revocation): void {
-    this.generation += 1;
-    for (const listener of this.listeners) listener(r);
+  private apply(notice: CallerNotice): void {
+    // An availability ends no one's access: loads in flight stay worth keeping (the cache corrects them).
+    if (!('availability' in notice)) this.generation += 1;
+    for (const listener of this.listeners) listener(notice);
   }
 
   private setLive(live: boolean): void {
@@ -99,7 +131,7 @@ export class Revocations {
     client.on('end', lost);
     client.on('notification', (n) => {
       if (n.channel !== REVOCATION_CHANNEL || !n.payload) return;
-      let r: Revocation & { probe?: string };
+      let r: CallerNotice & { probe?: string };
       try {
         r = JSON.parse(n.payload);
       } catch {
@@ -139,7 +171,7 @@ export class Revocations {
  * before the revoking request can answer. (The domain event that follows the commit tells this instance, and tells
  * the others again.) Nothing to do on the embedded database, which one process serves.
  */
-export async function noticeRevocation(db: Knex | Knex.Transaction, revocation: { userId: string } | { organizationId: string }): Promise<void> {
+export async function noticeRevocation(db: Knex | Knex.Transaction, revocation: Exclude<Revocation, { everyone: true }> & { userId?: string }): Promise<void> {
   if ((db.client as { config?: { client?: unknown } }).config?.client !== 'pg') return;
-  await db.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(revocation)]);
+  await db.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(wire(revocation))]);
 }

@@ -73,7 +73,7 @@ export class SessionService {
   async revoke(sessionIds: string[], userId: string, reason: string, trx?: Knex.Transaction): Promise<void> {
     if (sessionIds.length === 0) return;
     await this.models.AuthSession.query(trx).patch({ revokedAt: new Date(), revokedReason: reason }).whereIn('id', sessionIds).whereNull('revokedAt');
-    await noticeRevocation(trx ?? this.models.AuthSession.knex(), { userId });
+    await noticeRevocation(trx ?? this.models.AuthSession.knex(), { sessionIds, userId });
     this.afterCommit(trx, () => this.events.publish('session.revoked', { userId, sessionIds }));
   }
 

@@ -53,7 +53,7 @@ export class AgentService {
   async setStatus(orgId: string, userId: string, availability: Availability): Promise<Availability> {
     await this.models.Membership.forOrg(orgId).where({ userId }).patch({ availability });
     const status = AgentService.effectiveStatus(await this.deps.presence.isOnline(orgId, userId), availability);
-    this.deps.events.publish('presence.changed', { organizationId: orgId, userId, status });
+    this.deps.events.publish('presence.changed', { organizationId: orgId, userId, status, availability });
     return status;
   }
 

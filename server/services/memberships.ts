@@ -169,7 +169,7 @@ export class MembershipService {
       await this.lockOrganization(orgId, trx);
       const target = await this.getMember(orgId, memberId, trx);
       await this.guard(by, target, { role, leavesOwnerRole: role !== 'owner' }, trx);
-      if (target.userId) await noticeRevocation(trx, { userId: target.userId });
+      if (target.userId) await noticeRevocation(trx, { organizationId: target.organizationId, userId: target.userId });
       return this.models.Membership.forOrg(target.organizationId, trx).patchAndFetchById(target.id, { role });
     });
     this.publishChange(updated, false);
@@ -185,7 +185,7 @@ export class MembershipService {
       await this.guard(by, target, { leavesOwnerRole: status === 'suspended' }, trx);
       // A suspended member holds no seat; coming back takes one, within the plan's limit.
       if (status === 'active' && target.status === 'suspended') await this.requireSeat(organization, trx);
-      if (target.userId) await noticeRevocation(trx, { userId: target.userId });
+      if (target.userId) await noticeRevocation(trx, { organizationId: target.organizationId, userId: target.userId });
       return this.models.Membership.forOrg(target.organizationId, trx).patchAndFetchById(target.id, { status: status === 'active' ? 'accepted' : 'suspended' });
     });
     this.publishChange(updated, false);
@@ -198,7 +198,7 @@ export class MembershipService {
       const target = await this.getMember(orgId, memberId, trx);
       await this.guard(by, target, { leavesOwnerRole: true }, trx);
       await this.models.Membership.forOrg(target.organizationId, trx).deleteById(target.id);
-      if (target.userId) await noticeRevocation(trx, { userId: target.userId });
+      if (target.userId) await noticeRevocation(trx, { organizationId: target.organizationId, userId: target.userId });
       return target;
     });
     this.publishChange(removed, true);
