@@ -60,6 +60,18 @@ describe('Analytics from the daily and per-agent aggregates', function () {
         first_resolved_at: d(resolved), resolved_at: d(resolved), first_resolved_by_ai: resolved !== null && assigned === null, closed_at: d(closed),
       };
     });
+    // Al joins last (sorting first by name, last by id) and is only in the partial last day of the first period: no
+    // running totals before it, so Al's row and histograms come from that day's conversations alone. All resolved, so
+    // Al's open count ties with the owner's.
+    const al = await addMember(server, owner, 'agent', 'Al');
+    rows.push(...Array.from({ length: 4 }, (_, k) => {
+      const created = Date.parse('2026-04-09T01:00:00Z') + k * 7_200_000;
+      return {
+        organization_id: owner.orgId, channel: 'widget', status: 'resolved', assigned_to: al.userId, created_at: new Date(created), updated_at: new Date(created),
+        first_response_at: new Date(created + 10_000), escalated_at: null, first_human_reply_at: new Date(created + (k + 1) * 100_000), first_human_reply_by: al.userId,
+        first_resolved_at: new Date(created + (k + 1) * 3_000_000), resolved_at: new Date(created + (k + 1) * 3_000_000), first_resolved_by_ai: false, closed_at: null,
+      };
+    }));
     ids = (await server.db.knex('conversations').insert(rows).returning('id')).map((r: { id: string }) => r.id);
     const scripted = rows;
     // Two messages each (visitor, then agent or AI), for the message counts.
@@ -67,6 +79,11 @@ describe('Analytics from the daily and per-agent aggregates', function () {
       { organization_id: owner.orgId, conversation_id: ids[i], seq: 1, sender_type: 'visitor', content: 'Hello', created_at: r.created_at },
       { organization_id: owner.orgId, conversation_id: ids[i], seq: 2, sender_type: r.assigned_to ? 'agent' : 'ai', sender_id: r.assigned_to, content: 'Hi', created_at: new Date(r.created_at.getTime() + 60_000) },
     ]));
+    // Tickets every 9 hours, every third resolved 5 hours later: their counts come from the tickets either way.
+    await server.db.knex('tickets').insert(Array.from({ length: 12 }, (_, i) => ({
+      organization_id: owner.orgId, number: i + 1, title: `Ticket ${i + 1}`, source: 'agent', status: i % 3 === 0 ? 'resolved' : 'open',
+      created_at: new Date(BASE + i * 9 * 3_600_000), resolved_at: i % 3 === 0 ? new Date(BASE + i * 9 * 3_600_000 + 5 * 3_600_000) : null,
+    })));
     // Back-dated rows, behind the job's watermark.
     await svc().rollup.recount(owner.orgId);
   });
@@ -100,6 +117,8 @@ describe('Analytics from the daily and per-agent aggregates', function () {
       expect(exact.conversations.started, from).to.be.greaterThan(150);
       expect(aggregated.conversations, from).to.deep.equal(exact.conversations);
       expect(aggregated.messages, from).to.deep.equal(exact.messages);
+      expect(exact.tickets.created, from).to.be.greaterThan(0);
+      expect(aggregated.tickets, from).to.deep.equal(exact.tickets);
       for (const field of ['firstResponse', 'firstHumanResponse', 'resolution'] as const) {
         expect(aggregated[field].count, `${from} ${field} count`).to.equal(exact[field].count);
         expect(Math.abs(aggregated[field].avg - exact[field].avg), `${from} ${field} avg`).to.be.at.most(1);
@@ -127,6 +146,7 @@ describe('Analytics from the daily and per-agent aggregates', function () {
         const scripted = lowerRank(created.filter((r) => r.first_response_at).map((r) => (r.first_response_at!.getTime() - r.created_at.getTime()) / 1000), 0.5);
         expectNear(got.medianFirstResponse, scripted, `${timezone} ${day.date} median first response`);
       }
+      expect(exact.byDay.filter((d: { ticketsCreated: number; ticketsResolved: number }) => d.ticketsCreated > 0 && d.ticketsResolved > 0).length, timezone).to.be.greaterThan(1);
     }
   });
 
@@ -169,6 +189,49 @@ describe('Analytics from the daily and per-agent aggregates', function () {
     const scripted = scriptedMedians(agents[1]!.userId, from, to);
     expectNear(got.medianFirstResponse, scripted.firstResponse, 'own median first response');
     expectNear(got.medianResolution, scripted.resolution, 'own median resolution');
+  });
+
+  it('agents from the totals: every sort and page is the documented order of the whole table', async () => {
+    const [from, to] = periods[0];
+    type Row = { userId: string; assigned: number; resolved: number; open: number; medianFirstResponse: number | null; medianResolution: number | null };
+    let bump = 0;
+    /** One page of the table, read exactly or from the totals; each read a millisecond later than any before (not cached). */
+    const read = async (exactly: boolean, rest: string) => {
+      svc().exactRows = exactly ? Number.MAX_SAFE_INTEGER : 0;
+      const res = await owner.api.get(`/analytics/agents?from=${encodeURIComponent(new Date(Date.parse(from) + 100 + ++bump).toISOString())}&to=${encodeURIComponent(to)}${rest}`, { token: owner.accessToken });
+      const data = expectApiSuccess(res, 200);
+      expect(data.percentiles).to.equal(exactly ? 'exact' : 'histogram');
+      return { ids: (data.agents as Row[]).map((a) => a.userId), rows: data.agents as Row[], total: (res.body as { pagination: { total: number } }).pagination.total };
+    };
+    const all = (await read(false, '&limit=100')).rows;
+    expect(all.length).to.equal(5);
+    // Al, with no totals yet: counts and medians from the partial last day alone.
+    expect(all.find((a) => a.assigned === 4 && a.open === 0)?.medianResolution).to.be.within(6_000 / 1.091, 6_000 * 1.091);
+    const byId = (a: Row, b: Row) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0);
+    const desc = (k: 'assigned' | 'resolved' | 'open') => (a: Row, b: Row) => b[k] - a[k] || byId(a, b);
+    const asc = (k: 'medianFirstResponse' | 'medianResolution') => (a: Row, b: Row) => (a[k] === b[k] ? 0 : a[k] === null ? 1 : b[k] === null ? -1 : a[k]! - b[k]!) || byId(a, b);
+    const expected: Record<string, string[]> = {
+      assigned: [...all].sort(desc('assigned')).map((a) => a.userId),
+      resolved: [...all].sort(desc('resolved')).map((a) => a.userId),
+      open: [...all].sort(desc('open')).map((a) => a.userId),
+      medianFirstResponse: [...all].sort(asc('medianFirstResponse')).map((a) => a.userId),
+      medianResolution: [...all].sort(asc('medianResolution')).map((a) => a.userId),
+      // Names sort in the database's collation on both paths.
+      name: (await read(true, '&limit=100&sort=name')).ids,
+    };
+    // The owner handled nothing: no median, sorted last.
+    expect(all.find((a) => a.userId === expected.medianResolution!.at(-1))!.medianResolution).to.equal(null);
+    for (const [sort, ids] of Object.entries(expected)) {
+      expect((await read(false, `&limit=100&sort=${sort}`)).ids, sort).to.deep.equal(ids);
+      // Counts are exact on both paths, so their orders agree.
+      if (['assigned', 'resolved', 'open'].includes(sort)) expect((await read(true, `&limit=100&sort=${sort}`)).ids, `${sort}, exactly`).to.deep.equal(ids);
+      const page = await read(false, `&limit=2&offset=1&sort=${sort}`);
+      expect(page.ids, `${sort} page`).to.deep.equal(ids.slice(1, 3));
+      expect(page.total, `${sort} total`).to.equal(5);
+    }
+    const past = await read(false, '&limit=2&offset=10');
+    expect(past.ids).to.deep.equal([]);
+    expect(past.total).to.equal(5);
   });
 
   it("keeps the agents' totals current: a reassignment, a resolution and a late first reply count after the next rollup run", async () => {

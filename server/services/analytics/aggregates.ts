@@ -2,9 +2,9 @@
 // hours around them from `analytics_hourly`, its partial first and last hours from the conversations and minute
 // message counts themselves, merged. Counts, sums, averages and open counts are exact; medians and p90s come from the
 // log-scale histograms (see `fromHistogram` for the error).
-import type { Knex } from 'knex';
+import type { ReadSession } from '../../../db/statements.js';
 import { resolvedFigures, startedFigures } from './hourly.js';
-import type { AnalyticsQueries, DayFigures, Durations, SummaryFigures } from './queries.js';
+import type { AnalyticsQueries, DayFigures, Durations, Filters, SummaryFigures } from './queries.js';
 import type { AnalyticsRange } from './range.js';
 
 const HOUR_MS = 3_600_000;
@@ -43,6 +43,14 @@ export function bucketValue(b: number): number {
  * The p-quantile of a histogram, ranked like percentile_cont (rank p * (n - 1)), answered as its bucket's middle:
  * within 9.1% of a value in that bucket (half a bucket, 2^(1/8) - 1), and 0 for durations under a second.
  */
+/**
+ * A histogram sent as text (`array_to_string(hist, ',', '0')`): the driver's array parser reads it a character at a
+ * time, which for the agents' table or a year of days cost more than the statement itself.
+ */
+export function histogramText(value: unknown): number[] {
+  return typeof value === 'string' && value !== '' ? value.split(',').map(Number) : [];
+}
+
 export function fromHistogram(hist: number[], n: number, p: number): number | null {
   if (n === 0) return null;
   const rank = p * (n - 1);
@@ -97,171 +105,178 @@ const UTC_ZONES = new Set(['UTC', 'Etc/UTC', 'Etc/UCT', 'UCT', 'Etc/GMT', 'GMT',
 const SUM_COLUMNS = ['started', 'escalated', 'resolved', 'ai_resolved', 'done', 'fr_n', 'fr_sum', 'hr_n', 'hr_sum', 'res_n', 'res_sum', 'msg_visitor', 'msg_agent', 'msg_ai', 'msg_system'];
 
 export class AggregateQueries {
-  constructor(private readonly knex: Knex, private readonly exact: AnalyticsQueries) {}
+  constructor(private readonly db: ReadSession, private readonly exact: AnalyticsQueries) {}
 
   /**
    * The rows a period's whole hours read, each with a weight (+1, or -1 for an hour moved out of its day's group) and
    * its group: daily rows for the whole UTC days, hourly rows for the hours around them. `columns` come from the rows.
    */
-  private parts(orgIds: string[], c: Cover, grouping: Grouping, columns: string): { sql: string; bindings: Knex.RawBinding[] } {
+  private parts(orgIds: string[], c: Cover, grouping: Grouping, columns: string): { sql: string; bindings: unknown[] } {
     const orgs = orgArray(orgIds);
     const total = grouping.kind === 'total';
     const tz = total ? [] : [grouping.timezone];
-    const dayGroup = total ? `'1'` : `to_char((day + interval '12 hours') at time zone ?, 'YYYY-MM-DD')`;
-    const hourGroup = total ? `'1'` : `to_char(hour at time zone ?, 'YYYY-MM-DD')`;
-    const hourDayGroup = total ? `'1'` : `to_char((date_trunc('day', hour, 'UTC') + interval '12 hours') at time zone ?, 'YYYY-MM-DD')`;
-    let sql = `select ${dayGroup} as g, 1 as w, ${columns} from analytics_daily where organization_id = any(?::uuid[]) and day >= ? and day < ?
+    const dayGroup = total ? `'1'` : `to_char((day + interval '12 hours') at time zone ?::text, 'YYYY-MM-DD')`;
+    const hourGroup = total ? `'1'` : `to_char(hour at time zone ?::text, 'YYYY-MM-DD')`;
+    const hourDayGroup = total ? `'1'` : `to_char((date_trunc('day', hour, 'UTC') + interval '12 hours') at time zone ?::text, 'YYYY-MM-DD')`;
+    let sql = `select ${dayGroup} as g, 1 as w, ${columns} from analytics_daily where organization_id = any(?::uuid[]) and day >= ?::timestamptz and day < ?::timestamptz
       union all
-      select ${hourGroup} as g, 1 as w, ${columns} from analytics_hourly where organization_id = any(?::uuid[]) and ((hour >= ? and hour < ?) or (hour >= ? and hour < ?))`;
-    const bindings: Knex.RawBinding[] = [...tz, orgs, c.dayFrom, c.dayTo, ...tz, orgs, c.from, c.dayFrom, c.dayTo, c.to];
+      select ${hourGroup} as g, 1 as w, ${columns} from analytics_hourly where organization_id = any(?::uuid[])
+        and ((hour >= ?::timestamptz and hour < ?::timestamptz) or (hour >= ?::timestamptz and hour < ?::timestamptz))`;
+    const bindings: unknown[] = [...tz, orgs, c.dayFrom, c.dayTo, ...tz, orgs, c.from, c.dayFrom, c.dayTo, c.to];
     if (!total && !UTC_ZONES.has(grouping.timezone)) {
       // Dates, not text, to find the hours to move: formatting every hour of a year costs tens of milliseconds.
       sql += `
       union all
       select case when m.w = 1 then ${hourGroup} else ${hourDayGroup} end as g, m.w, ${columns}
       from analytics_hourly cross join (values (1), (-1)) m(w)
-      where organization_id = any(?::uuid[]) and hour >= ? and hour < ?
-        and (hour at time zone ?)::date <> ((date_trunc('day', hour, 'UTC') + interval '12 hours') at time zone ?)::date`;
+      where organization_id = any(?::uuid[]) and hour >= ?::timestamptz and hour < ?::timestamptz
+        and (hour at time zone ?::text)::date <> ((date_trunc('day', hour, 'UTC') + interval '12 hours') at time zone ?::text)::date`;
       bindings.push(...tz, ...tz, orgs, c.dayFrom, c.dayTo, ...tz, ...tz);
     }
     return { sql, bindings };
   }
 
-  /** Conversations the period's figures would read (created or first resolved in its whole hours). */
-  async rowsIn(orgIds: string[], c: Cover): Promise<number> {
+  /** One row, `n`: the conversations the period's whole hours hold (created or first resolved in them). */
+  conversationsSql(orgIds: string[], c: Cover): { sql: string; bindings: unknown[] } {
     const p = this.parts(orgIds, c, { kind: 'total' }, 'started, resolved');
-    const row = (await this.knex.raw(`select coalesce(sum(w * (started + resolved)), 0)::bigint as n from (${p.sql}) p`, p.bindings)).rows[0] as { n: string };
-    return num(row.n);
+    return { sql: `select coalesce(sum(w * (started + resolved)), 0)::bigint as n from (${p.sql}) p`, bindings: p.bindings };
+  }
+
+  /**
+   * Sums of the period's whole hours, by group, and the conversations they hold (created or first resolved in them),
+   * which decides whether the period is long enough to be answered from them.
+   */
+  private async hours(orgIds: string[], c: Cover, grouping: Grouping, histograms: 'all' | 'firstResponse'): Promise<{ parts: Map<string, Part>; rows: number }> {
+    const kinds = histograms === 'all' ? (['fr', 'hr', 'res'] as const) : (['fr'] as const);
+    const rows = this.parts(orgIds, c, grouping, [...SUM_COLUMNS, ...kinds.map((k) => `${k}_hist`)].join(', '));
+    // One sum per bucket (subscripts cost a fifth of unnesting every histogram into rows), only for the histograms the
+    // answer uses, each histogram sent as one text (see histogramText) and the sums as float8 (bigint would arrive as
+    // text too, column by column).
+    const bucketSums = kinds.map((k) => `array_to_string(array[${Array.from({ length: BUCKETS }, (_, i) => `sum(w * ${k}_hist[${i + 1}])`).join(', ')}], ',', '0') as ${k}_hist`);
+    const result = await this.db.raw(`select g, ${[...SUM_COLUMNS.map((col) => `sum(w * ${col})::float8 as ${col}`), ...bucketSums].join(', ')} from (${rows.sql}) p group by 1`, rows.bindings);
+    const parts = new Map<string, Part>();
+    let conversations = 0;
+    for (const r of result.rows) {
+      const p = emptyPart();
+      parts.set(String(r.g), p);
+      Object.assign(p, { started: num(r.started), escalated: num(r.escalated), resolved: num(r.resolved), aiResolved: num(r.ai_resolved), done: num(r.done) });
+      Object.assign(p, { msgVisitor: num(r.msg_visitor), msgAgent: num(r.msg_agent), msgAi: num(r.msg_ai), msgSystem: num(r.msg_system) });
+      p.fr.n = num(r.fr_n); p.fr.sum = num(r.fr_sum);
+      p.hr.n = num(r.hr_n); p.hr.sum = num(r.hr_sum);
+      p.res.n = num(r.res_n); p.res.sum = num(r.res_sum);
+      for (const k of kinds) p[k].hist = histogramText(r[`${k}_hist`]);
+      // Hours moved between groups count -1 in one and +1 in the other: the groups' sum is the period's.
+      conversations += p.started + p.resolved;
+    }
+    return { parts, rows: conversations };
+  }
+
+  /**
+   * In one statement: the figures of the partial first and last hours of the period (two rows, `i` 1 and 2; an empty
+   * window gives zeros), read from the conversations and minute counts themselves, and on each row the conversations
+   * open at `openAt` and `tickets` (one row of columns the caller names).
+   */
+  private async edgesAnd(orgIds: string[], windows: [Window, Window], openAt: Date, tickets: { sql: string; bindings: unknown[] }): Promise<{ edges: [Part, Part]; open: number; tickets: Record<string, unknown> }> {
+    const orgs = orgArray(orgIds);
+    const kinds = ['visitor', 'agent', 'ai', 'system'];
+    const open = this.openAtSql(orgs, openAt);
+    const result = await this.db.raw(
+      `select w.i, s.*, r.*, d.done, ${kinds.map((k) => `m.msg_${k}`).join(', ')}, o.open, t.*
+       from (values (1, ?::timestamptz, ?::timestamptz), (2, ?::timestamptz, ?::timestamptz)) w(i, f, t)
+         cross join lateral (${startedFigures('organization_id = any(?::uuid[]) and created_at >= w.f and created_at < w.t', true)}) s
+         cross join lateral (${resolvedFigures('organization_id = any(?::uuid[]) and first_resolved_at >= w.f and first_resolved_at < w.t', true)}) r
+         cross join lateral (select count(*)::int as done from conversations where organization_id = any(?::uuid[]) and done_at >= w.f and done_at < w.t) d
+         cross join lateral (select ${kinds.map((k) => `coalesce(sum(count) filter (where sender_type = '${k}'), 0)::int as msg_${k}`).join(', ')}
+           from message_rollups where organization_id = any(?::uuid[]) and bucket >= w.f and bucket < w.t) m
+         cross join (${open.sql}) o
+         cross join (${tickets.sql}) t
+       order by w.i`,
+      [windows[0].from, windows[0].to, windows[1].from, windows[1].to, orgs, orgs, orgs, orgs, ...open.bindings, ...tickets.bindings],
+    );
+    const msg = (row: Record<string, unknown>, kind: string) => num(row[`msg_${kind}`]);
+    const dist = (n: unknown, sum: unknown, buckets: unknown): Dist => {
+      const hist = new Array<number>(BUCKETS).fill(0);
+      for (const b of (buckets as number[] | null) ?? []) hist[num(b)]! += 1;
+      return { n: num(n), sum: num(sum), hist };
+    };
+    const part = (row: Record<string, unknown>): Part => ({
+      started: num(row.started), escalated: num(row.escalated), resolved: num(row.resolved), aiResolved: num(row.ai_resolved), done: num(row.done),
+      fr: dist(row.fr_n, row.fr_sum, row.fr_hist), hr: dist(row.hr_n, row.hr_sum, row.hr_hist), res: dist(row.res_n, row.res_sum, row.res_hist),
+      msgVisitor: msg(row, 'visitor'), msgAgent: msg(row, 'agent'), msgAi: msg(row, 'ai'), msgSystem: msg(row, 'system'),
+    });
+    const [first, last] = result.rows as [Record<string, unknown>, Record<string, unknown>];
+    return { edges: [part(first), part(last)], open: num(first.open), tickets: first };
   }
 
   /**
    * Conversations open at `at`: all those ever started before it less those done before it, from the daily and hourly
    * rows up to its hour, and the conversations themselves after that.
    */
-  async openAt(orgIds: string[], at: Date): Promise<number> {
-    const orgs = orgArray(orgIds);
+  private openAtSql(orgs: string, at: Date): { sql: string; bindings: unknown[] } {
     const hour = new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS);
     const day = new Date(Math.floor(at.getTime() / DAY_MS) * DAY_MS);
-    const row = (await this.knex.raw(
-      `select (select coalesce(sum(started - done), 0) from analytics_daily where organization_id = any(?::uuid[]) and day < ?)
-        + (select coalesce(sum(started - done), 0) from analytics_hourly where organization_id = any(?::uuid[]) and hour >= ? and hour < ?)
-        + (select count(*) from conversations where organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?)
-        - (select count(*) from conversations where organization_id = any(?::uuid[]) and done_at >= ? and done_at < ?) as n`,
-      [orgs, day, orgs, day, hour, orgs, hour, at, orgs, hour, at],
-    )).rows[0] as { n: string };
-    return num(row.n);
-  }
-
-  /** Sums of the period's whole hours, by group. */
-  private async hours(orgIds: string[], c: Cover, grouping: Grouping, histograms: 'all' | 'firstResponse'): Promise<Map<string, Part>> {
-    const kinds = histograms === 'all' ? (['fr', 'hr', 'res'] as const) : (['fr'] as const);
-    const rows = this.parts(orgIds, c, grouping, [...SUM_COLUMNS, ...kinds.map((k) => `${k}_hist`)].join(', '));
-    // One sum per bucket: subscripts cost a fifth of unnesting every histogram into rows; only the histograms the
-    // answer uses.
-    const bucketSums = kinds.flatMap((k) => Array.from({ length: BUCKETS }, (_, i) => `sum(w * ${k}_hist[${i + 1}]) as ${k}_${i}`));
-    const result = await this.knex.raw(`select g, ${[...SUM_COLUMNS.map((col) => `sum(w * ${col}) as ${col}`), ...bucketSums].join(', ')} from (${rows.sql}) p group by 1`, rows.bindings);
-    const parts = new Map<string, Part>();
-    const partOf = (g: unknown) => {
-      const key = String(g);
-      let p = parts.get(key);
-      if (!p) parts.set(key, (p = emptyPart()));
-      return p;
-    };
-    for (const r of result.rows as Record<string, unknown>[]) {
-      const p = partOf(r.g);
-      Object.assign(p, { started: num(r.started), escalated: num(r.escalated), resolved: num(r.resolved), aiResolved: num(r.ai_resolved), done: num(r.done) });
-      Object.assign(p, { msgVisitor: num(r.msg_visitor), msgAgent: num(r.msg_agent), msgAi: num(r.msg_ai), msgSystem: num(r.msg_system) });
-      p.fr.n = num(r.fr_n); p.fr.sum = num(r.fr_sum);
-      p.hr.n = num(r.hr_n); p.hr.sum = num(r.hr_sum);
-      p.res.n = num(r.res_n); p.res.sum = num(r.res_sum);
-      for (const k of kinds) for (let i = 0; i < BUCKETS; i++) p[k].hist[i] = num(r[`${k}_${i}`]);
-    }
-    return parts;
-  }
-
-  /** The same figures for a partial hour [from, to), read from the conversations and minute counts themselves. */
-  private async live(orgIds: string[], from: Date, to: Date): Promise<Part> {
-    const orgs = orgArray(orgIds);
-    // One statement: on a busy server every round trip costs about as much as one of these small reads.
-    const kinds = ['visitor', 'agent', 'ai', 'system'];
-    const row = (await this.knex.raw(
-      `select s.*, r.*, d.done, ${kinds.map((k) => `m.msg_${k}`).join(', ')}
-       from (${startedFigures('organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?', true)}) s,
-         (${resolvedFigures('organization_id = any(?::uuid[]) and first_resolved_at >= ? and first_resolved_at < ?', true)}) r,
-         (select count(*)::int as done from conversations where organization_id = any(?::uuid[]) and done_at >= ? and done_at < ?) d,
-         (select ${kinds.map((k) => `coalesce(sum(count) filter (where sender_type = '${k}'), 0)::int as msg_${k}`).join(', ')}
-          from message_rollups where organization_id = any(?::uuid[]) and bucket >= ? and bucket < ?) m`,
-      [orgs, from, to, orgs, from, to, orgs, from, to, orgs, from, to],
-    )).rows[0] as Record<string, unknown>;
-    const msg = (kind: string) => num(row[`msg_${kind}`]);
-    const dist = (n: unknown, sum: unknown, buckets: unknown): Dist => {
-      const hist = new Array<number>(BUCKETS).fill(0);
-      for (const b of (buckets as number[] | null) ?? []) hist[num(b)]! += 1;
-      return { n: num(n), sum: num(sum), hist };
-    };
     return {
-      started: num(row.started), escalated: num(row.escalated), resolved: num(row.resolved), aiResolved: num(row.ai_resolved), done: num(row.done),
-      fr: dist(row.fr_n, row.fr_sum, row.fr_hist), hr: dist(row.hr_n, row.hr_sum, row.hr_hist), res: dist(row.res_n, row.res_sum, row.res_hist),
-      msgVisitor: msg('visitor'), msgAgent: msg('agent'), msgAi: msg('ai'), msgSystem: msg('system'),
+      sql: `select ((select coalesce(sum(started - done), 0) from analytics_daily where organization_id = any(?::uuid[]) and day < ?::timestamptz)
+        + (select coalesce(sum(started - done), 0) from analytics_hourly where organization_id = any(?::uuid[]) and hour >= ?::timestamptz and hour < ?::timestamptz)
+        + (select count(*) from conversations where organization_id = any(?::uuid[]) and created_at >= ?::timestamptz and created_at < ?::timestamptz)
+        - (select count(*) from conversations where organization_id = any(?::uuid[]) and done_at >= ?::timestamptz and done_at < ?::timestamptz))::bigint as open`,
+      bindings: [orgs, day, orgs, day, hour, orgs, hour, at, orgs, hour, at],
     };
   }
 
-  /** The partial first and last hours of the period, each with the instant it starts (for its local day). */
-  private edges(range: AnalyticsRange, hours: { from: Date; to: Date }): { at: Date; from: Date; to: Date }[] {
-    const edges = [];
-    if (range.from < hours.from) edges.push({ at: range.from, from: range.from, to: hours.from });
-    if (hours.to < range.to) edges.push({ at: hours.to, from: hours.to, to: range.to });
-    return edges;
+  /** The partial first and last hours of the period, each with the instant it starts (for its local day); empty ones start and end together. */
+  private windows(range: AnalyticsRange, hours: { from: Date; to: Date }): [Window, Window] {
+    return [{ from: range.from, to: hours.from }, { from: hours.to, to: range.to }];
   }
 
-  async summary(orgIds: string[], range: AnalyticsRange, hours: Cover): Promise<SummaryFigures> {
-    const noFilter = { channel: null, agentId: null };
-    const [parts, edges, open, tickets] = await Promise.all([
-      this.hours(orgIds, hours, { kind: 'total' }, 'all'),
-      Promise.all(this.edges(range, hours).map((e) => this.live(orgIds, e.from, e.to))),
-      this.openAt(orgIds, range.to),
-      this.exact.ticketCounts(orgArray(orgIds), range, noFilter),
-    ]);
+  /** The period's summary, or null when its whole hours hold at most `exactRows` conversations (cheap to read exactly). */
+  async summary(orgIds: string[], range: AnalyticsRange, hours: Cover, exactRows: number): Promise<SummaryFigures | null> {
+    const noFilter: Filters = { channel: null, agentId: null };
+    const whole = await this.hours(orgIds, hours, { kind: 'total' }, 'all');
+    if (whole.rows <= exactRows) return null;
+    const more = await this.edgesAnd(orgIds, this.windows(range, hours), range.to, this.exact.ticketCountsSql(orgArray(orgIds), range, noFilter));
     const total = emptyPart();
-    for (const p of [...parts.values(), ...edges]) addPart(total, p);
+    for (const p of [...whole.parts.values(), ...more.edges]) addPart(total, p);
     const messages = { visitor: total.msgVisitor, agent: total.msgAgent, ai: total.msgAi, system: total.msgSystem };
     return {
-      conversations: { started: total.started, resolved: total.resolved, open, escalated: total.escalated, aiResolved: total.aiResolved },
+      conversations: { started: total.started, resolved: total.resolved, open: more.open, escalated: total.escalated, aiResolved: total.aiResolved },
       messages: { ...messages, total: messages.visitor + messages.agent + messages.ai + messages.system },
       firstResponse: durations(total.fr),
       firstHumanResponse: durations(total.hr),
       resolution: durations(total.res),
-      tickets,
+      tickets: { created: num(more.tickets.tickets_created), resolved: num(more.tickets.tickets_resolved) },
     };
   }
 
-  /** Local days from whole hours: only for zones whose offset is whole hours (every hour lies in one local day). */
-  async trends(orgIds: string[], range: AnalyticsRange, hours: Cover): Promise<DayFigures[]> {
+  /**
+   * Local days from whole hours: only for zones whose offset is whole hours (every hour lies in one local day).
+   * Null when the whole hours hold at most `exactRows` conversations.
+   */
+  async trends(orgIds: string[], range: AnalyticsRange, hours: Cover, exactRows: number): Promise<DayFigures[] | null> {
     const tz = range.timezone;
+    const noFilter: Filters = { channel: null, agentId: null };
+    const whole = await this.hours(orgIds, hours, { kind: 'localDay', timezone: tz }, 'firstResponse');
+    if (whole.rows <= exactRows) return null;
+    const windows = this.windows(range, hours);
+    const more = await this.edgesAnd(orgIds, windows, range.from, this.exact.ticketDaysSql(orgArray(orgIds), range, noFilter));
     // Local dates in the process, not in SQL: three round trips fewer.
-    const format = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit' });
-    const localDate = (at: Date) => format.format(at);
+    const localDate = (at: Date) => dateFormat(tz).format(at);
     const days: string[] = [];
     for (let d = new Date(`${localDate(range.from)}T00:00:00Z`), last = localDate(new Date(range.to.getTime() - 1)); ; d = new Date(d.getTime() + DAY_MS)) {
       const day = d.toISOString().slice(0, 10);
       if (day > last) break;
       days.push(day);
     }
-    const noFilter = { channel: null, agentId: null };
-    const [parts, edgeParts, open, tickets] = await Promise.all([
-      this.hours(orgIds, hours, { kind: 'localDay', timezone: tz }, 'firstResponse'),
-      Promise.all(this.edges(range, hours).map((e) => this.live(orgIds, e.from, e.to))),
-      this.openAt(orgIds, range.from),
-      this.exact.ticketDays(orgArray(orgIds), range, noFilter),
-    ]);
-    const edgeDays = this.edges(range, hours).map((e) => localDate(e.at));
-    edgeParts.forEach((p, i) => {
-      const day = edgeDays[i]!;
+    const parts = whole.parts;
+    windows.forEach((w, i) => {
+      if (w.from >= w.to) return;
+      const day = localDate(w.from);
       const into = parts.get(day) ?? emptyPart();
-      addPart(into, p);
+      addPart(into, more.edges[i]!);
       parts.set(day, into);
     });
-    let openNow = open;
+    const tickets = new Map(((more.tickets.ticket_days as { date: string; created: number; resolved: number }[] | null) ?? []).map((t) => [t.date, t]));
+    let openNow = more.open;
     return days.map((d) => {
       const p = parts.get(d) ?? emptyPart();
       openNow += p.started - p.done;
@@ -269,9 +284,24 @@ export class AggregateQueries {
       return {
         date: d, started: p.started, resolved: p.resolved, openAtEnd: openNow,
         messagesVisitor: p.msgVisitor, messagesAgent: p.msgAgent, messagesAi: p.msgAi,
-        ticketsCreated: t?.created ?? 0, ticketsResolved: t?.resolved ?? 0,
+        ticketsCreated: num(t?.created), ticketsResolved: num(t?.resolved),
         medianFirstResponse: fromHistogram(p.fr.hist, p.fr.n, 0.5),
       };
     });
   }
 }
+
+/** Formatters by zone: building one costs about a millisecond, more than formatting a year of dates. */
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
+function dateFormat(timeZone: string): Intl.DateTimeFormat {
+  let format = dateFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    // Zones are a few hundred names; validated before they get here.
+    dateFormats.set(timeZone, format);
+  }
+  return format;
+}
+
+/** A partial hour at an end of the period: [from, to), empty when they are equal. */
+interface Window { from: Date; to: Date }

@@ -1,6 +1,7 @@
 // The analytics SQL: every figure is computed by PostgreSQL over the timestamps stored when things happened, read
 // through the (organization_id, created_at | first_resolved_at | done_at) indexes and the per-minute message rollup.
-import type { Knex } from 'knex';
+import type { ReadSession } from '../../../db/statements.js';
+import { secs } from './durations.js';
 import type { AnalyticsRange } from './range.js';
 
 export interface Filters {
@@ -53,8 +54,6 @@ export type AgentSort = 'assigned' | 'resolved' | 'open' | 'medianFirstResponse'
 /** Organization ids as one array parameter (they are validated UUIDs by the time they get here). */
 const orgArray = (ids: string[]) => `{${ids.join(',')}}`;
 
-/** Seconds between two timestamp columns, for avg and percentile_cont. */
-const secs = (later: string, earlier: string) => `extract(epoch from (${later} - ${earlier}))`;
 
 function durations(expr: string, alias: string): string {
   return `avg(${expr}) as ${alias}_avg,
@@ -76,7 +75,7 @@ function readDurations(row: Record<string, unknown>, alias: string): Durations {
 }
 
 export class AnalyticsQueries {
-  constructor(private readonly knex: Knex) {}
+  constructor(private readonly knex: ReadSession) {}
 
   /** `and ...` conditions for the conversation filters, with their bindings. */
   private convFilter(f: Filters, alias = ''): { sql: string; bindings: string[] } {
@@ -160,31 +159,40 @@ export class AnalyticsQueries {
     return int(row.n);
   }
 
-  /** Tickets created and resolved per day of the period, in its zone. */
-  async ticketDays(orgs: string, range: AnalyticsRange, f: Filters): Promise<Map<string, { created: number; resolved: number }>> {
-    const agent = f.agentId ? ' and assigned_to = ?' : '';
+  /** Tickets created and resolved per day of the period, in its zone: one row, `ticket_days`, a json array of { date, created, resolved }. */
+  ticketDaysSql(orgs: string, range: AnalyticsRange, f: Filters): { sql: string; bindings: unknown[] } {
+    const agent = f.agentId ? ' and assigned_to = ?::uuid' : '';
     const a = f.agentId ? [f.agentId] : [];
     const { from, to, timezone: tz } = range;
-    const rows = (await this.knex.raw(
-      `select to_char(d, 'YYYY-MM-DD') as date, sum(created)::int as created, sum(resolved)::int as resolved from (
-         select (created_at at time zone ?)::date as d, 1 as created, 0 as resolved from tickets where organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?${agent}
-         union all
-         select (resolved_at at time zone ?)::date, 0, 1 from tickets where organization_id = any(?::uuid[]) and resolved_at >= ? and resolved_at < ?${agent}
-       ) t group by d`,
-      [tz, orgs, from, to, ...a, tz, orgs, from, to, ...a],
-    )).rows as { date: string; created: number; resolved: number }[];
-    return new Map(rows.map((r) => [r.date, { created: int(r.created), resolved: int(r.resolved) }]));
+    return {
+      sql: `select coalesce(json_agg(json_build_object('date', to_char(d, 'YYYY-MM-DD'), 'created', created, 'resolved', resolved)), '[]') as ticket_days from (
+         select d, sum(created)::int as created, sum(resolved)::int as resolved from (
+           select (created_at at time zone ?::text)::date as d, 1 as created, 0 as resolved from tickets
+           where organization_id = any(?::uuid[]) and created_at >= ?::timestamptz and created_at < ?::timestamptz${agent}
+           union all
+           select (resolved_at at time zone ?::text)::date, 0, 1 from tickets
+           where organization_id = any(?::uuid[]) and resolved_at >= ?::timestamptz and resolved_at < ?::timestamptz${agent}
+         ) t group by d
+       ) days`,
+      bindings: [tz, orgs, from, to, ...a, tz, orgs, from, to, ...a],
+    };
   }
 
   async ticketCounts(orgs: string, range: AnalyticsRange, f: Filters): Promise<SummaryFigures['tickets']> {
-    const agent = f.agentId ? ' and assigned_to = ?' : '';
+    const q = this.ticketCountsSql(orgs, range, f);
+    const row = (await this.knex.raw(q.sql, q.bindings)).rows[0]!;
+    return { created: int(row.tickets_created), resolved: int(row.tickets_resolved) };
+  }
+
+  /** One row: `tickets_created`, `tickets_resolved` in the period. */
+  ticketCountsSql(orgs: string, range: AnalyticsRange, f: Filters): { sql: string; bindings: unknown[] } {
+    const agent = f.agentId ? ' and assigned_to = ?::uuid' : '';
     const a = f.agentId ? [f.agentId] : [];
-    const row = (await this.knex.raw(
-      `select (select count(*) from tickets where organization_id = any(?::uuid[]) and created_at >= ? and created_at < ?${agent})::int as created,
-              (select count(*) from tickets where organization_id = any(?::uuid[]) and resolved_at >= ? and resolved_at < ?${agent})::int as resolved`,
-      [orgs, range.from, range.to, ...a, orgs, range.from, range.to, ...a],
-    )).rows[0] as { created: number; resolved: number };
-    return { created: int(row.created), resolved: int(row.resolved) };
+    return {
+      sql: `select (select count(*) from tickets where organization_id = any(?::uuid[]) and created_at >= ?::timestamptz and created_at < ?::timestamptz${agent})::int as tickets_created,
+              (select count(*) from tickets where organization_id = any(?::uuid[]) and resolved_at >= ?::timestamptz and resolved_at < ?::timestamptz${agent})::int as tickets_resolved`,
+      bindings: [orgs, range.from, range.to, ...a, orgs, range.from, range.to, ...a],
+    };
   }
 
   async trends(orgIds: string[], range: AnalyticsRange, f: Filters): Promise<DayFigures[]> {

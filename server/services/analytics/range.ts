@@ -22,11 +22,20 @@ const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 // An ISO 8601 date-time with a zone (a zoneless one would be read in the server's zone, which means nothing here).
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
 
+/** Formatters by zone: building one costs about a millisecond, more than the rest of reading a period. */
+const formats = new Map<string, Intl.DateTimeFormat>();
+
 /** How far `zone` is ahead of UTC at the instant `at` (ms). */
 export function offsetMs(zone: string, at: number): number {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
-  }).formatToParts(at);
+  let format = formats.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+    });
+    // Only valid zones get here (checked first), a few hundred names at most.
+    formats.set(zone, format);
+  }
+  const parts = format.formatToParts(at);
   const get = (type: string) => Number(parts.find((p) => p.type === type)?.value ?? 0);
   const local = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
   return local - Math.floor(at / 1000) * 1000;

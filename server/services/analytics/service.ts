@@ -1,10 +1,11 @@
 // Analytics for one organization, an agent's own row, and an owner's view over several organizations: checks the
 // input, resolves the period, and answers from a 60-second per-organization cache in front of the SQL.
 import type { Knex } from 'knex';
+import type { ReadSession } from '../../../db/statements.js';
 import { Forbidden, ValidationFailed } from '../../errors.js';
 import { isUuid } from '../../validation.js';
 import { AnalyticsQueries, type AgentFigures, type AgentSort, type DayFigures, type Filters, type SummaryFigures } from './queries.js';
-import { AggregateQueries, cover, wholeHours } from './aggregates.js';
+import { AggregateQueries, cover, wholeHours, type Cover } from './aggregates.js';
 import { agentsFromTotals, wholeDays } from './agentTotals.js';
 import { resolveRange, wholeHourZone, type AnalyticsRange, type RangeQuery } from './range.js';
 import { MessageRollup } from './rollup.js';
@@ -48,7 +49,13 @@ export class AnalyticsService {
   /** Above this many conversations in a period, summary and trends read the hourly aggregates. */
   exactRows = EXACT_ROWS;
 
-  constructor(private readonly deps: { knex: Knex; rollupIntervalMs?: number; onRollupError?: (err: unknown) => void }) {
+  constructor(private readonly deps: {
+    knex: Knex;
+    /** Database['readOnly']: an answer's statements on one connection, prepared on PostgreSQL. */
+    readOnly: <T>(settings: readonly string[], fn: (session: ReadSession) => Promise<T>) => Promise<T>;
+    rollupIntervalMs?: number;
+    onRollupError?: (err: unknown) => void;
+  }) {
     this.rollup = new MessageRollup({ knex: deps.knex, intervalMs: deps.rollupIntervalMs ?? 15_000, onError: deps.onRollupError ?? (() => undefined) });
   }
 
@@ -112,54 +119,50 @@ export class AnalyticsService {
    * channel; `agentId` only picks the member) and more conversations than are cheap to sort exactly.
    */
   private agentsOf(orgId: string, range: AnalyticsRange, f: Filters, page: { sort: AgentSort; limit: number; offset: number }): Promise<Answer<{ rows: AgentFigures[]; total: number }>> {
-    return this.sql(async (q, trx) => {
+    return this.sql(async (q, db) => {
       const days = wholeDays(range);
-      const hours = days && !f.channel ? await this.aggregated(trx, q, [orgId], range, { channel: null, agentId: null }) : null;
-      return days && hours
-        ? { percentiles: 'histogram', figures: await agentsFromTotals(trx, orgId, range, days, f.agentId, page) }
-        : { percentiles: 'exact', figures: await q.agents(orgId, range, f, page) };
+      const whole = days && !f.channel ? this.wholeHours(range, { channel: null, agentId: null }) : null;
+      const conversations = whole ? { ...new AggregateQueries(db, q).conversationsSql([orgId], whole), atMost: this.exactRows } : null;
+      const figures = days && conversations ? await agentsFromTotals(db, orgId, range, days, f.agentId, page, conversations) : null;
+      return figures ? { percentiles: 'histogram', figures } : { percentiles: 'exact', figures: await q.agents(orgId, range, f, page) };
     });
   }
 
   private summaryOf(ids: string[], range: AnalyticsRange, f: Filters): Promise<Answer<SummaryFigures>> {
-    return this.sql(async (q, trx) => {
-      const hours = await this.aggregated(trx, q, ids, range, f);
-      return hours ? { percentiles: 'histogram', figures: await hours.aggregates.summary(ids, range, hours.whole) } : { percentiles: 'exact', figures: await q.summary(ids, range, f) };
+    return this.sql(async (q, db) => {
+      const whole = this.wholeHours(range, f);
+      const figures = whole ? await new AggregateQueries(db, q).summary(ids, range, whole, this.exactRows) : null;
+      return figures ? { percentiles: 'histogram', figures } : { percentiles: 'exact', figures: await q.summary(ids, range, f) };
     });
   }
 
   private trendsOf(ids: string[], range: AnalyticsRange, f: Filters): Promise<Answer<DayFigures[]>> {
-    return this.sql(async (q, trx) => {
+    return this.sql(async (q, db) => {
       // A zone half an hour off UTC splits hours between local days: such periods are read exactly.
-      const hours = wholeHourZone(range) ? await this.aggregated(trx, q, ids, range, f) : null;
-      return hours ? { percentiles: 'histogram', figures: await hours.aggregates.trends(ids, range, hours.whole) } : { percentiles: 'exact', figures: await q.trends(ids, range, f) };
+      const whole = wholeHourZone(range) ? this.wholeHours(range, f) : null;
+      const figures = whole ? await new AggregateQueries(db, q).trends(ids, range, whole, this.exactRows) : null;
+      return figures ? { percentiles: 'histogram', figures } : { percentiles: 'exact', figures: await q.trends(ids, range, f) };
     });
   }
 
   /**
-   * The aggregates, when they serve this period: unfiltered (they hold no channel or assignee), at least one whole
-   * hour, and more conversations than are cheap to sort exactly.
+   * The whole hours the aggregates would answer for: none when the period is filtered (they hold no channel or
+   * assignee) or holds no whole hour. Whether it holds enough conversations is decided from the rows read.
    */
-  private async aggregated(trx: Knex.Transaction, q: AnalyticsQueries, ids: string[], range: AnalyticsRange, f: Filters) {
+  private wholeHours(range: AnalyticsRange, f: Filters): Cover | null {
     const hours = wholeHours(range);
-    if (!hours || f.channel || f.agentId) return null;
-    const whole = cover(hours);
-    const aggregates = new AggregateQueries(trx, q);
-    if ((await aggregates.rowsIn(ids, whole)) <= this.exactRows) return null;
-    // The statements from here read a few hundred rows each; starting parallel workers for them costs more than it saves.
-    await trx.raw('set local max_parallel_workers_per_gather = 0');
-    return { aggregates, whole };
+    return hours && !f.channel && !f.agentId ? cover(hours) : null;
   }
 
   /**
-   * Runs the statements of one answer in a read-only transaction with JIT compilation off: on these statements
-   * PostgreSQL's cost estimate turns JIT on, and compiling took seconds where running takes milliseconds.
+   * Runs the statements of one answer on one connection in a read-only transaction, prepared on PostgreSQL and
+   * planned once per connection (a generic plan: planning these statements cost more than running them, and their
+   * plans do not depend on the period), with JIT compilation off (on these statements PostgreSQL's cost estimate
+   * turned it on, and compiling took seconds where running takes milliseconds) and no parallel workers (the
+   * aggregate statements read a few hundred rows; starting workers for them cost more than it saved).
    */
-  private sql<T>(fn: (q: AnalyticsQueries, trx: Knex.Transaction) => Promise<T>): Promise<T> {
-    return this.deps.knex.transaction(async (trx) => {
-      await trx.raw('set local jit = off');
-      return fn(new AnalyticsQueries(trx), trx);
-    }, { readOnly: true });
+  private sql<T>(fn: (q: AnalyticsQueries, db: ReadSession) => Promise<T>): Promise<T> {
+    return this.deps.readOnly(['jit = off', 'max_parallel_workers_per_gather = 0', 'plan_cache_mode = force_generic_plan'], (db) => fn(new AnalyticsQueries(db), db));
   }
 
   private async prepare(orgIds: string[], query: AnalyticsQuery): Promise<{ range: AnalyticsRange; filters: Filters }> {
