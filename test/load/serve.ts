@@ -5,12 +5,16 @@ import { createServer } from '../../server/server.js';
 import { serveChild } from './lib/proc.js';
 import { seedCrm, type CrmSeedRequest } from './lib/crm-seed.js';
 import { explainSummary, findKeptAnalytics, seedAnalytics, timeConversationScan, type AnalyticsSeedRequest } from './lib/analytics-seed.js';
+import { seedKnowledge, type KnowledgeSeedRequest } from './lib/knowledge-seed.js';
 import { cleanup, countMessages, seed, seedTenants, type SeedRequest, type TenantsRequest } from './lib/seed.js';
 
 const config = loadConfig(process.env);
 const server = createServer(config);
 const port = await server.start();
 const runIds = new Set<string>();
+// Statements this instance sent (knex's query event: every statement, batched or not), for per-delivery costs.
+let statements = 0;
+server.db.knex.on('query', () => void statements++);
 
 serveChild(
   port,
@@ -35,8 +39,11 @@ serveChild(
     findKeptAnalytics: ({ runId }: { runId: string }) => findKeptAnalytics(server, { runId, cleanup: (id) => cleanup(server, id) }),
     analyticsScan: (req: { orgId: string; times: number }) => timeConversationScan(server, req),
     analyticsExplain: (req: { orgId: string; from: string; to: string }) => explainSummary(server, req),
+    // Text sources of an organization `seed` made, indexed through the job queue (timed), and the queries to run.
+    seedKnowledge: (req: KnowledgeSeedRequest) => seedKnowledge(server, req),
     countMessages: ({ orgIds }: { orgIds: string[] }) => countMessages(server, orgIds),
     // The webhooks scenario lets events pile up in the durable queue, then times how fast it empties.
+    statements: () => statements,
     pauseJobs: () => server.jobs.stop(),
     resumeJobs: () => server.jobs.start(),
     // On a shared PostgreSQL the run removes its rows; an embedded data directory is deleted instead.

@@ -5,6 +5,7 @@ import type { Knex } from 'knex';
 import type { Models } from '../../../db/index.js';
 import { NotFound } from '../../errors.js';
 import type { Logger } from '../../logger.js';
+import type { StatementFactory } from '../../../db/statements.js';
 import { anyWordsQuery, searchChunks, type SearchHit } from './search.js';
 
 export interface TemplateHit {
@@ -28,7 +29,7 @@ const AI_TIMEOUT_MS = 8_000;
 const MAX_SUGGESTION_CHARS = 20_000;
 
 export class AssistService {
-  constructor(private readonly deps: { models: Models; knex: Knex; logger: Logger; aiAssistUrl: string | null; aiToolSecret: string | null }) {}
+  constructor(private readonly deps: { models: Models; knex: Knex; statement: StatementFactory; logger: Logger; aiAssistUrl: string | null; aiToolSecret: string | null }) {}
 
   get forwards(): boolean {
     return !!this.deps.aiAssistUrl;
@@ -44,7 +45,7 @@ export class AssistService {
       .select('content')) as { content: string }[];
     const query = recent.reverse().map((m) => m.content).join('\n').slice(0, 4000);
     if (!query.trim()) return { conversationId, query, passages: [], templates: [] };
-    const [passages, templates] = await Promise.all([searchChunks(this.deps.knex, orgId, query, { limit: 5, match: 'any' }), this.templates(orgId, query)]);
+    const [passages, templates] = await Promise.all([searchChunks(this.deps, orgId, query, { limit: 5, match: 'any' }), this.templates(orgId, query)]);
     return { conversationId, query, passages, templates };
   }
 

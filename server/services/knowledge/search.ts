@@ -1,6 +1,7 @@
 // Ranked search over an organization's chunks: full text (websearch_to_tsquery + ts_rank_cd, ts_headline snippets),
 // and, when the caller brings a query embedding and chunks have theirs, both rankings fused by reciprocal rank.
 import type { Knex } from 'knex';
+import type { StatementFactory } from '../../../db/statements.js';
 
 export interface SearchHit {
   chunkId: string;
@@ -8,6 +9,12 @@ export interface SearchHit {
   title: string;
   snippet: string;
   score: number;
+}
+
+/** Where the search runs: the full-text path is one fixed statement (prepared on PostgreSQL), the rest knex. */
+export interface SearchDb {
+  knex: Knex;
+  statement: StatementFactory;
 }
 
 export interface SearchOptions {
@@ -30,11 +37,12 @@ export function anyWordsQuery(text: string): string {
   return [...new Set(words)].slice(0, 40).join(' or ');
 }
 
-export async function searchChunks(knex: Knex, orgId: string, q: string, opts: SearchOptions): Promise<SearchHit[]> {
+export async function searchChunks(db: SearchDb, orgId: string, q: string, opts: SearchOptions): Promise<SearchHit[]> {
+  const { knex } = db;
   const query = opts.match === 'any' ? anyWordsQuery(q) : q;
   const limit = Math.min(Math.max(opts.limit, 1), 50);
   const useVectors = !!opts.embedding?.length;
-  if (!useVectors) return query.trim() ? rankedWithSnippets(knex, orgId, query, limit, opts.sourceId) : [];
+  if (!useVectors) return query.trim() ? rankedWithSnippets(db, orgId, query, limit, opts.sourceId) : [];
   const textIds = query.trim() ? await textRanking(knex, orgId, query, CANDIDATES, opts.sourceId) : [];
   const vectorIds = await vectorRanking(knex, orgId, opts.embedding!, CANDIDATES, opts.sourceId);
   const fused = new Map<string, number>();
@@ -44,21 +52,46 @@ export async function searchChunks(knex: Knex, orgId: string, q: string, opts: S
   return withSnippets(knex, orgId, query, top);
 }
 
-/** Full text only: rank and headline in one statement (one round trip), headlines for the top `limit` only. */
-async function rankedWithSnippets(knex: Knex, orgId: string, query: string, limit: number, sourceId?: string): Promise<SearchHit[]> {
-  const result = await knex.raw(
-    `select r.id, r.source_id, s.title, ts_headline('english', c.content, r.query, ?) as snippet, r.score
+/**
+ * The full-text search as one statement: rank the organization's matching chunks, headline the top `limit` only.
+ * $1 headline options, $2 the websearch query, $3 the organization, $4 the limit, $5 the source (`bySource`).
+ */
+export function rankedSearchSql(bySource: boolean): string {
+  return `select r.id, r.source_id, s.title, ts_headline('english', c.content, r.query, $1) as snippet, r.score
        from (select c.id, c.source_id, q.query, ts_rank_cd(c.tsv, q.query) as score
-               from knowledge_chunks c, websearch_to_tsquery('english', ?) as q(query)
-              where c.organization_id = ? and c.tsv @@ q.query ${sourceId ? 'and c.source_id = ?' : ''}
+               from knowledge_chunks c, websearch_to_tsquery('english', $2) as q(query)
+              where c.organization_id = $3 and c.tsv @@ q.query ${bySource ? 'and c.source_id = $5' : ''}
               order by score desc, c.id
-              limit ?) r
+              limit $4) r
        join knowledge_chunks c on c.id = r.id
        join knowledge_sources s on s.id = r.source_id
-      order by r.score desc, r.id`,
-    [HEADLINE, query, orgId, ...(sourceId ? [sourceId] : []), limit],
-  );
-  return (result.rows as { id: string; source_id: string; title: string; snippet: string; score: number }[]).map((r) => ({ chunkId: r.id, documentId: r.source_id, title: r.title, snippet: r.snippet, score: Number(r.score) }));
+      order by r.score desc, r.id`;
+}
+
+/** Its parameters, in the order of its placeholders. */
+export function rankedSearchValues(orgId: string, query: string, limit: number, sourceId?: string): unknown[] {
+  return [HEADLINE, query, orgId, limit, ...(sourceId ? [sourceId] : [])];
+}
+
+const RANKED_SQL = rankedSearchSql(false);
+const RANKED_IN_SOURCE_SQL = rankedSearchSql(true);
+
+/**
+ * Full text only: rank and headline in one statement (one round trip), headlines for the top `limit` only. A named
+ * prepared statement on PostgreSQL: parsed and planned once per connection instead of on every search.
+ */
+async function rankedWithSnippets(db: SearchDb, orgId: string, query: string, limit: number, sourceId?: string): Promise<SearchHit[]> {
+  const statement = sourceId ? db.statement<RankedRow>('knowledge_search_in_source', RANKED_IN_SOURCE_SQL) : db.statement<RankedRow>('knowledge_search', RANKED_SQL);
+  const rows = await statement.rows(rankedSearchValues(orgId, query, limit, sourceId));
+  return rows.map((r) => ({ chunkId: r.id, documentId: r.source_id, title: r.title, snippet: r.snippet, score: Number(r.score) }));
+}
+
+interface RankedRow {
+  id: string;
+  source_id: string;
+  title: string;
+  snippet: string;
+  score: number;
 }
 
 async function textRanking(knex: Knex, orgId: string, query: string, limit: number, sourceId?: string): Promise<{ id: string; score: number }[]> {

@@ -2,6 +2,7 @@
 // search and what the AI service reads and writes (embeddings, status, sync info).
 import type { Knex } from 'knex';
 import type { Models } from '../../../db/index.js';
+import type { StatementFactory } from '../../../db/statements.js';
 import type { KnowledgeKind, KnowledgeSource, KnowledgeStatus, SyncFrequency } from '../../../db/models/KnowledgeSource.js';
 import { containsPattern } from '../../../db/search.js';
 import { NotFound, PlanLimitReached, ValidationFailed } from '../../errors.js';
@@ -34,6 +35,7 @@ export interface UpdateInput {
 export interface KnowledgeDeps {
   models: Models;
   knex: Knex;
+  statement: StatementFactory;
   storage: StorageService;
   organizations: OrganizationService;
   indexer: KnowledgeIndexer;
@@ -193,7 +195,7 @@ export class KnowledgeService {
 
   async search(orgId: string, q: string, opts: SearchOptions): Promise<SearchHit[]> {
     if (opts.sourceId) await this.get(orgId, opts.sourceId);
-    return searchChunks(this.deps.knex, orgId, q, opts);
+    return searchChunks(this.deps, orgId, q, opts);
   }
 
   /** Embeddings computed by the AI service for chunks of one source (chunks of other sources are refused). */

@@ -6,6 +6,7 @@
 //   POST /observability/ai-calls       one multi-row INSERT of aiCallRow() rows
 //   GET  /contacts, GET /tickets       the lists' count and first page (crm; see crmList below)
 //   POST /channels/whatsapp/inbound/:id  X-Hub-Signature-256 checked over the raw body, then the inbound_events row
+//   GET  /knowledge/search?q=&limit=   the app's ranked search statement (rank, then headline the top ones)
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,10 +20,12 @@ import type { TicketStatus } from '../../../db/models/Ticket.js';
 import { listConditions, LIST_COLUMNS as TICKET_COLUMNS } from '../../../server/services/tickets/service.js';
 import { aiCallRow, type AiCallEvent } from '../../../server/services/observability.js';
 import { whatsappEvents, type WhatsAppWebhook } from '../../../server/services/channels/providers/whatsapp.js';
+import { rankedSearchSql, rankedSearchValues } from '../../../server/services/knowledge/search.js';
 import { BENCH_APP_SECRET } from '../lib/channel-webhooks.js';
 import { serveChild } from '../lib/proc.js';
 
-type Query = (sql: string, params?: unknown[]) => Promise<Record<string, unknown>[]>;
+/** `name`: a named prepared statement on pg (as the app runs its fixed statements), ignored on PGlite. */
+type Query = (sql: string, params?: unknown[], name?: string) => Promise<Record<string, unknown>[]>;
 interface Db {
   query: Query;
   tx<T>(fn: (q: Query) => Promise<T>): Promise<T>;
@@ -33,7 +36,7 @@ function openDb(): Db {
   if (process.env.DATABASE_URL) {
     const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
     return {
-      query: async (sql, params) => (await pool.query(sql, params)).rows,
+      query: async (sql, params, name) => (await (name ? pool.query({ name, text: sql, values: params }) : pool.query(sql, params))).rows,
       async tx(fn) {
         const client = await pool.connect();
         try {
@@ -144,8 +147,16 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     const result = await crmList(orgId, new URL(url, 'http://x'));
     return result ? send(res, 200, result) : send(res, 404, null);
   }
+  if (req.method === 'GET' && url.startsWith('/knowledge/search?')) {
+    const p = new URL(url, 'http://x').searchParams;
+    const rows = await db.query(SEARCH_SQL, rankedSearchValues(orgId, p.get('q') ?? '', Number(p.get('limit') ?? 10)), 'knowledge_search');
+    return send(res, 200, rows.map((r) => ({ chunkId: r.id, documentId: r.source_id, title: r.title, snippet: r.snippet, score: Number(r.score) })));
+  }
   send(res, 404, null);
 }
+
+/** The app's own statement text (imported, so both run the same SQL with the same parameters), prepared like the app's. */
+const SEARCH_SQL = rankedSearchSql(false);
 
 /**
  * The statement ContactService.list and TicketService.list run (db/pages.ts listPage; its columns and conditions

@@ -53,6 +53,8 @@ export interface Options {
   p99TargetMs: number;
   /** message.created subscriptions per organization in the chat scenario's second app run (0: no second run). */
   chatWebhooks: number;
+  /** Webhooks scenario: subscriptions each event goes to, one measure per value. */
+  webhookSubscriptions: number[];
   limits: GeneratorLimits;
   pin: boolean;
   /** BENCH_SERVER_CORES: cores for the servers (instance i on the i-th); null: core 0. */
@@ -97,6 +99,7 @@ export const USAGE = `npm run bench -- [flags]
                        npm run bench -- --scenarios=analytics --analytics-keep --analytics-seed-only &&
                        flock /tmp/bench.lock npm run bench -- --scenarios=analytics --analytics-keep)
   --chat-webhooks=N    chat: also find the knee with N message.created webhooks per organization, same run (default 1; 0: skip)
+  --webhook-subscriptions=a,b   webhooks: subscriptions getting each event, one measure each (default 10,1; --quick: 10)
   --p99-target=MS      chat knee: highest rate with p99 under this and nothing lost (default 100)
   --max-loop-delay=MS  generator loop delay p99 above which a measure is INVALID (default ${DEFAULT_LIMITS.maxLoopDelayP99Ms})
   --max-cpu=F          generator CPU share above which a measure is INVALID (default ${DEFAULT_LIMITS.maxCpu})
@@ -156,6 +159,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     analyticsSeedOnly: false,
     p99TargetMs: 100,
     chatWebhooks: 1,
+    webhookSubscriptions: quick ? [10] : [10, 1],
     limits: { ...DEFAULT_LIMITS },
     pin: true,
     serverCores: null,
@@ -202,6 +206,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       case 'analytics-seed-only': o.analyticsSeedOnly = true; break;
       case 'p99-target': o.p99TargetMs = num(name, value); break;
       case 'chat-webhooks': o.chatWebhooks = int(name, value, 0); break;
+      case 'webhook-subscriptions': o.webhookSubscriptions = [...new Set(value.split(',').map((r) => int(name, r, 1)))]; break;
       case 'max-loop-delay': o.limits.maxLoopDelayP99Ms = num(name, value); break;
       case 'max-cpu': o.limits.maxCpu = num(name, value); break;
       case 'no-pin': o.pin = false; break;

@@ -1,136 +1,137 @@
 // knowledge: indexes --knowledge-docs text documents (about 2 KB each: 10,000 make about 20 MB) through the job queue
-// and measures MB/s, then GET /knowledge/search (sequential requests, p50/p95) against the same ts_rank_cd +
-// ts_headline SQL run bare (pg with DATABASE_URL, else the app's own PGlite handle). Runs in this process: the figure
-// of interest is the query path's overhead over its SQL, not the server's capacity.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+// and reports MB/s, then GET /knowledge/search for queries of several selectivities taken from the corpus (a word in
+// thousands of chunks, in hundreds, in tens, two words, a quoted phrase, a word in none). Baseline: a bare node:http
+// handler running the app's own search statement (imported) on the same database, with the same parameters and the
+// same answer (checked query by query). Both are driven by the same autocannon client, one request at a time
+// (latency) and at --connections (throughput), taking turns. The statement alone (a pg client, sequential) is shown
+// too: the floor no HTTP server reaches.
+import autocannon from 'autocannon';
 import pg from 'pg';
-import { loadConfig } from '../../../server/config.js';
-import { createServer } from '../../../server/server.js';
-import { signUp } from '../../helpers/factories.js';
-import { row } from '../lib/report.js';
-import type { Scenario } from '../lib/servers.js';
+import { rankedSearchSql, rankedSearchValues } from '../../../server/services/knowledge/search.js';
+import { percentile, quiesce, requestJson } from '../lib/http-load.js';
+import type { KnowledgeSeedResult, QueryClass } from '../lib/knowledge-seed.js';
+import type { Child } from '../lib/proc.js';
+import { row, type Row } from '../lib/report.js';
+import type { SeedResult } from '../lib/seed.js';
+import { startApp, startHttpDb, type Scenario } from '../lib/servers.js';
+import { round, serverCpu } from '../lib/stats.js';
 
-/** A vocabulary with a long tail, so queries hit a few documents, not all. */
-function vocabulary(size: number, seed: number): string[] {
-  let x = seed;
-  const rnd = () => ((x = (x * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-  const letters = 'abcdefghijklmnopqrstuvwxyz';
-  return Array.from({ length: size }, () => Array.from({ length: 4 + Math.floor(rnd() * 6) }, () => letters[Math.floor(rnd() * 26)]).join(''));
+const ROUNDS = 2;
+const LIMIT = 10;
+
+interface Measure {
+  rps: number;
+  p50: number;
+  p95: number;
+  serverCpu: number;
+  failed: number;
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted.length ? Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 100) / 100 : 0;
+/** autocannon over the class's queries in turn; p50/p95 from every response (sub-millisecond resolution). */
+async function measure(base: string, headers: Record<string, string>, queries: string[], connections: number, seconds: number, server: Child): Promise<{ ok: number; seconds: number; latencies: number[]; cpu: number; failed: number }> {
+  const paths = queries.map((q) => `${new URL(base).pathname.replace(/\/$/, '')}/knowledge/search?q=${encodeURIComponent(q)}&limit=${LIMIT}`);
+  let next = 0;
+  const latencies: number[] = [];
+  const before = await server.stats();
+  const instance = autocannon({
+    url: base,
+    connections,
+    duration: seconds,
+    timeout: 30,
+    headers,
+    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: paths[next++ % paths.length]! }) }],
+  });
+  instance.on('response', (_client, _status, _bytes, ms) => void latencies.push(ms));
+  const r = await instance;
+  const after = await server.stats();
+  return { ok: r['2xx'], seconds: r.duration, latencies, cpu: serverCpu(before, after), failed: r.non2xx + r.errors };
 }
 
-/** The search's SQL as one statement: rank the top 10, then headline them. */
-const SEARCH_SQL = `
-select r.id, r.source_id, s.title, ts_headline('english', c.content, q.query, 'MaxWords=40, MinWords=15, MaxFragments=2') as snippet, r.score
-  from (select c.id, c.source_id, ts_rank_cd(c.tsv, q.query) as score
-          from knowledge_chunks c, websearch_to_tsquery('english', $1) as q(query)
-         where c.organization_id = $2 and c.tsv @@ q.query
-         order by score desc, c.id limit 10) r
-  join knowledge_chunks c on c.id = r.id join knowledge_sources s on s.id = r.source_id, websearch_to_tsquery('english', $1) as q(query)
- order by r.score desc`;
+function summarize(parts: Awaited<ReturnType<typeof measure>>[]): Measure {
+  const ok = parts.reduce((n, p) => n + p.ok, 0);
+  const seconds = parts.reduce((n, p) => n + p.seconds, 0);
+  const latencies = parts.flatMap((p) => p.latencies);
+  return { rps: round(ok / seconds, 1), p50: percentile(latencies, 0.5), p95: percentile(latencies, 0.95), serverCpu: round(parts.reduce((n, p) => n + p.cpu, 0) / parts.length, 2), failed: parts.reduce((n, p) => n + p.failed, 0) };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
 export const knowledge: Scenario = {
   name: 'knowledge',
-  summary: 'index N text documents (~2 KB each) through the job queue (MB/s), then GET /knowledge/search p50/p95 vs the same ts_rank_cd SQL run bare',
-  skip: () => null,
+  summary: 'index N text documents (~2 KB each) through the job queue (MB/s), then GET /knowledge/search for queries of several selectivities vs bare node:http + pg running the same statement',
+  skip: (ctx) => (ctx.options.databaseUrl ? null : 'needs DATABASE_URL (the baseline and the app measured side by side on one PostgreSQL)'),
   async run(ctx) {
     const o = ctx.options;
-    const docs = o.knowledgeDocs;
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-knowledge-'));
-    const config = loadConfig({
-      NODE_ENV: 'development', PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, DATABASE_URL: o.databaseUrl ?? undefined, LOG_LEVEL: 'silent', BCRYPT_COST: '4',
-      KNOWLEDGE_WORKERS: '4', JWT_ACCESS_SECRET: 'bench-access-secret-0123456789abcdef0123456789', JWT_REFRESH_SECRET: 'bench-refresh-secret-0123456789abcdef012345678', WIDGET_JWT_SECRET: 'bench-widget-secret-0123456789abcdef0123456789',
-    });
-    const server = createServer(config);
-    const port = await server.start();
-    const baseUrl = `http://127.0.0.1:${port}`;
-    const bare = o.databaseUrl ? new pg.Client({ connectionString: o.databaseUrl }) : null;
-    let orgId = '';
+    const app = await startApp(ctx, 'app', { postgres: true, redis: true });
+    const bare = new pg.Client({ connectionString: o.databaseUrl! });
+    const rows: Row[] = [];
+    const details: Record<string, unknown> = {};
     try {
-      const owner = await signUp(server, baseUrl);
-      orgId = owner.orgId;
-      // Indexing alone is timed: the queue stops claiming while the sources are written, then drains them.
-      await server.jobs.stop();
-      const words = vocabulary(20_000, 7);
-      let bytes = 0;
-      for (let i = 0; i < docs; i++) {
-        const text = Array.from({ length: 300 }, (_, k) => words[(i * 7919 + k * k * 31 + k) % words.length]).join(' ');
-        bytes += Buffer.byteLength(text);
-        await server.services.knowledge.create(orgId, owner.userId, { title: `Document ${i}`, source: 'text', content: text });
-      }
-      const t0 = performance.now();
-      const ran = await server.jobs.drain('knowledge-index');
-      const seconds = (performance.now() - t0) / 1000;
-      const mb = bytes / 1024 / 1024;
-      const chunks = Number((await server.db.knex('knowledge_chunks').where({ organizationId: orgId }).count({ n: '*' }).first())?.n ?? 0);
-      ctx.log(`  indexed ${ran} documents, ${mb.toFixed(1)} MB, ${chunks} chunks in ${seconds.toFixed(1)} s: ${(mb / seconds).toFixed(2)} MB/s`);
+      const seeded = await app.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: 1, agents: 1, visitors: 0, conversations: false }, 300_000);
+      const org = seeded.orgs[0]!;
+      const agent = org.agents[0]!;
+      const k = await app.child.call<KnowledgeSeedResult>('seedKnowledge', { orgId: org.id, userId: agent.userId, docs: o.knowledgeDocs }, 3_600_000);
+      const mb = k.bytes / 1024 / 1024;
+      ctx.log(`  indexed ${k.documents} documents, ${mb.toFixed(1)} MB, ${k.chunks} chunks in ${k.indexingSeconds.toFixed(1)} s: ${(mb / k.indexingSeconds).toFixed(2)} MB/s`);
+      rows.push(row('indexing', 'MB/s', round(mb / k.indexingSeconds, 2), null, { note: `${k.documents} documents, ${mb.toFixed(1)} MB, ${k.chunks} chunks` }));
+      for (const c of k.classes) ctx.log(`  ${c.label}: ${c.queries.length} queries, chunks matched: median ${median(c.matches)}, ${Math.min(...c.matches)}-${Math.max(...c.matches)}`);
 
-      const queries = Array.from({ length: 50 }, (_, i) => `${words[(i * 131) % 2000]} ${words[(i * 17 + 5) % 2000]}`);
-      const iterations = o.quick ? 60 : 1000;
-      // Fresh chunks sit in the GIN index's pending list until a vacuum merges them, and autovacuum would do it in
-      // the middle of the measures (whichever side ran then paid for it): done first, for both sides.
-      await server.db.knex.raw('vacuum analyze knowledge_chunks');
-      // A pooled connection left idle through the indexing may have been closed by the server: warm up first.
-      const warm = () => fetch(`${baseUrl}/api/v1/knowledge/search?q=${encodeURIComponent(queries[0]!)}`, { headers: { authorization: `Bearer ${owner.accessToken}` } }).then((r) => r.arrayBuffer());
-      await warm().catch(warm);
-      if (bare) await bare.connect();
-      const appTimes: number[] = [];
-      const floorTimes: number[] = [];
-      const baseTimes: number[] = [];
-      const timed = async (times: number[], run: () => Promise<void>) => {
-        const s = performance.now();
-        await run();
-        times.push(performance.now() - s);
-      };
-      const get = async (q: string) => {
-        const res = await fetch(`${baseUrl}/api/v1/knowledge/search?q=${encodeURIComponent(q)}&limit=10`, { headers: { authorization: `Bearer ${owner.accessToken}` } });
-        await res.arrayBuffer();
-        if (res.status !== 200) throw new Error(`search answered ${res.status}`);
-      };
-      // The three measures take turns in rounds, so a change in the machine's load falls on all of them alike.
-      const rounds = 4;
-      for (let round = 0; round < rounds; round++) {
-        for (let i = round; i < iterations; i += rounds) await timed(appTimes, () => get(queries[i % queries.length]!));
-        // The request path alone: the same route, authentication and answer, for a word no chunk holds (the GIN
-        // lookup finds nothing, so no ranking or headline runs).
-        for (let i = round; i < iterations; i += rounds) await timed(floorTimes, () => get(`zzqxjv${i % 50}`));
-        for (let i = round; i < iterations; i += rounds) {
-          const q = queries[i % queries.length]!;
-          await timed(baseTimes, async () => {
-            if (bare) await bare.query(SEARCH_SQL, [q, orgId]);
-            else await server.db.knex.raw(SEARCH_SQL.replace(/\$1/g, '?').replace('$2', '?'), [q, orgId, q]);
-          });
+      const httpDb = await startHttpDb(ctx, null);
+      try {
+        const appSide = { url: `${app.url}/api/v1`, headers: { authorization: `Bearer ${agent.token}` }, child: app.child };
+        const baseSide = { url: httpDb.url, headers: { 'x-org-id': org.id }, child: httpDb.child };
+        // The same answer on both sides, query by query: same chunks in the same order, same snippets and scores.
+        for (const c of k.classes) {
+          for (const q of c.queries) {
+            const path = `/knowledge/search?q=${encodeURIComponent(q)}&limit=${LIMIT}`;
+            const [a, b] = await Promise.all([requestJson(`${appSide.url}${path}`, { headers: appSide.headers }), requestJson(`${baseSide.url}${path}`, { headers: baseSide.headers })]);
+            if (a.status !== 200 || b.status !== 200 || JSON.stringify(a.body.data) !== JSON.stringify(b.body.data)) throw new Error(`${c.label} ${q}: app ${a.status} and baseline ${b.status} answered differently: ${JSON.stringify(a.body).slice(0, 300)} / ${JSON.stringify(b.body).slice(0, 300)}`);
+          }
         }
+        await bare.connect();
+        const statement = rankedSearchSql(false);
+        for (const [i, c] of k.classes.entries()) {
+          const hits = `chunks matched: median ${median(c.matches)} (${Math.min(...c.matches)}-${Math.max(...c.matches)})`;
+          for (const connections of [1, o.connections]) {
+            const a: Awaited<ReturnType<typeof measure>>[] = [];
+            const b: Awaited<ReturnType<typeof measure>>[] = [];
+            // Turns, so a change in the shared machine's load falls on both sides alike.
+            for (let r = 0; r < ROUNDS; r++) {
+              a.push(await measure(appSide.url, appSide.headers, c.queries, connections, o.duration / ROUNDS, appSide.child));
+              await quiesce(appSide.child);
+              b.push(await measure(baseSide.url, baseSide.headers, c.queries, connections, o.duration / ROUNDS, baseSide.child));
+              await quiesce(baseSide.child);
+            }
+            const am = summarize(a);
+            const bm = summarize(b);
+            ctx.log(`  ${c.label}, ${connections} conn: app ${am.rps} req/s p50 ${am.p50} p95 ${am.p95} ms CPU ${am.serverCpu}; baseline ${bm.rps} req/s p50 ${bm.p50} p95 ${bm.p95} ms CPU ${bm.serverCpu}`);
+            const failed = am.failed || bm.failed ? `; failed: app ${am.failed}, baseline ${bm.failed}` : '';
+            const label = `${c.label}, ${connections} connection${connections > 1 ? 's' : ''}`;
+            rows.push(row(`${label}: throughput`, 'req/s', am.rps, bm.rps, { note: `${connections === 1 ? hits : ''}; server CPU ${am.serverCpu} / ${bm.serverCpu}${failed}` }));
+            rows.push(row(`${label}: p50`, 'ms', am.p50, bm.p50));
+            rows.push(row(`${label}: p95`, 'ms', am.p95, bm.p95));
+            details[`${label}`] = { app: am, baseline: bm };
+          }
+          // The statement alone, one after another from a pg client in this process (no HTTP at all).
+          const times: number[] = [];
+          const n = o.quick ? 20 : 300;
+          for (let j = 0; j < n; j++) {
+            const s = performance.now();
+            await bare.query({ name: 'knowledge_search', text: statement, values: rankedSearchValues(org.id, c.queries[j % c.queries.length]!, LIMIT) });
+            times.push(performance.now() - s);
+          }
+          rows.push(row(`${c.label}: statement alone p50`, 'ms', null, percentile(times, 0.5), { note: 'pg client, sequential, no HTTP' }));
+          details[`${c.label}: classes`] = { queries: c.queries, matches: c.matches, statementP50: percentile(times, 0.5), index: i } satisfies Partial<QueryClass> & Record<string, unknown>;
+        }
+      } finally {
+        await httpDb.child.stop();
       }
-      floorTimes.sort((a, b) => a - b);
-      appTimes.sort((a, b) => a - b);
-      baseTimes.sort((a, b) => a - b);
-      const rate = (times: number[]) => Math.round((times.length / (times.reduce((n, t) => n + t, 0) / 1000)) * 10) / 10;
-      const database = bare ? 'bare pg' : 'the same PGlite handle';
-      ctx.log(`  request floor (no match): p50 ${percentile(floorTimes, 50)} ms, p95 ${percentile(floorTimes, 95)} ms`);
-      ctx.log(`  search: app p50 ${percentile(appTimes, 50)} ms, p95 ${percentile(appTimes, 95)} ms; ${database} p50 ${percentile(baseTimes, 50)} ms, p95 ${percentile(baseTimes, 95)} ms`);
-      return {
-        rows: [
-          row('indexing', 'MB/s', Math.round((mb / seconds) * 100) / 100, null, { note: `${docs} documents, ${mb.toFixed(1)} MB, ${chunks} chunks, ${config.knowledge.workers} workers` }),
-          row('search throughput (sequential)', 'req/s', rate(appTimes), rate(baseTimes), { note: `baseline: ${database} running the search SQL (rank + headline)` }),
-          row('search p50', 'ms', percentile(appTimes, 50), percentile(baseTimes, 50)),
-          row('search p95', 'ms', percentile(appTimes, 95), percentile(baseTimes, 95)),
-          row('request floor p50 (no match)', 'ms', percentile(floorTimes, 50), null, { note: 'the same route for a word no chunk holds: HTTP, authentication and the answer without ranking' }),
-          row('request floor p95 (no match)', 'ms', percentile(floorTimes, 95), null),
-        ],
-        details: { documents: docs, megabytes: mb, chunks, indexingSeconds: seconds, iterations },
-      };
     } finally {
-      await bare?.end().catch(() => undefined);
+      await bare.end().catch(() => undefined);
       // On a shared PostgreSQL the run removes its organization (sources and chunks cascade).
-      if (o.databaseUrl && orgId) await server.db.knex('organizations').where({ id: orgId }).delete().catch(() => undefined);
-      await server.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      await app.child.call('cleanup', undefined, 600_000).catch(() => undefined);
+      await app.stop();
     }
+    return { rows, details };
   },
 };
