@@ -34,6 +34,14 @@ export function emailRoutes(s: RouteServices): AnyRoute[] {
       handler: async ({ orgId }) => ({ message: 'Email identity checked', data: await s.email.verify(orgId) }),
     }),
     defineRoute({
+      method: 'post', path: '/email/identity/dkim/rotate', operationId: 'rotateEmailDkimKey', tag, auth: admin,
+      summary: 'Start a DKIM key rotation: a new key under a new selector, listed as the `dkim_next` record to publish',
+      description: 'The current key keeps signing until `POST /email/identity/verify` finds the `dkim_next` record in DNS; then the new key signs and the old one is deleted (its record can be removed). One rotation waits at a time: another before it finishes is 409.',
+      response: identity,
+      errors: [409],
+      handler: async ({ orgId }) => ({ message: 'DKIM key rotation started', data: await s.email.rotateDkim(orgId) }),
+    }),
+    defineRoute({
       method: 'post', path: '/email/send', operationId: 'sendEmailAi', tag, auth: { kind: 'ai' },
       summary: 'AI service: mail the conversation\'s contact from a server-side template',
       description: '`to` must be the conversation\'s contact (else 400): no relay. The AI never sends HTML; templates are rendered here (`agent_verification_otp` issues a one-time code; a new one within 60 s is 429). A replay of `idempotencyKey` with the same body answers 200 with the same mail; another body 409.',

@@ -33,7 +33,7 @@ import type { WebhookService } from '../server/services/webhooks/index.js';
 export interface RouteServices {
   config: Config;
   actors: ActorResolver;
-  /** Operators by bearer token as `actors` resolves them, access tokens remembered for a moment (REST). */
+  /** Operators by bearer token as `actors` resolves them, access tokens remembered for a moment (REST and handshakes). */
   callers: CallerCache;
   /** Who may do what to each resource: the rules the routes declare, shared with the socket events. */
   policies: Policies;

@@ -111,7 +111,11 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
       query: object({ after: uuid, limit: pageSize() }),
       response: { status: 200, description: 'Events', data: { type: 'array', items: TicketEventView } },
       load,
-      handler: async ({ orgId, params, query }) => ({ message: 'Ticket events', data: (await s.tickets.events(orgId, params.ticketId, query)).map(presentTicketEvent) }),
+      handler: async ({ orgId, params, query }) => {
+        const events = await s.tickets.events(orgId, params.ticketId, query);
+        await s.attachments.decorateTicketEvents(orgId, events);
+        return { message: 'Ticket events', data: events.map(presentTicketEvent) };
+      },
     }),
     defineRoute({
       method: 'post', path: '/tickets/:ticketId/merge', operationId: 'mergeTicket', tag, auth: agent,

@@ -9,7 +9,8 @@ import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { connectOk, nextEvent, type ClientSocket } from './helpers/sockets.js';
-import { ok } from './helpers/tickets.js';
+import { createTicket, ok } from './helpers/tickets.js';
+import { expectError } from './helpers/tenancy.js';
 import { download, PDF, PNG } from './helpers/storage.js';
 import type { TelegramSecrets } from '../server/services/channels/index.js';
 import { inboundEvents, postSignedMail, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
@@ -96,6 +97,30 @@ describe('Channels: inbound files', function () {
     expect(message.attachments.map((a: { objectId: string }) => a.objectId)).to.deep.equal(heard.attachments.map((a: { objectId: string }) => a.objectId));
     const object = ok(await owner.api.get(`/storage/metadata/${heard.attachments[0].objectId}`, { token: owner.accessToken }), 200);
     expect(object).to.include({ purpose: 'channel_media', status: 'uploaded' });
+  });
+
+  it('stores the files of a mail that lands on a ticket and shows them on the ticket\'s reply, like a conversation\'s', async () => {
+    const { channel, inbound } = ok(await owner.api.post('/channels/email', { name: 'Tickets', address: 'tickets@media.test' }, { token: owner.accessToken }), 201);
+    const requester = uniqueEmail('ticket-files');
+    const ticket = await createTicket(owner, { title: 'Printer jam', requester: { name: 'Jo', email: requester } });
+    const messageId = `<${randomUUID()}@customer.test>`;
+    const raw = await new MailComposer({
+      from: requester, to: 'tickets@media.test', subject: `Re: [#${ticket.number}] Printer jam`, text: 'A photo of the jam', messageId,
+      attachments: [{ filename: 'jam.png', content: PNG, contentType: 'image/png' }, { filename: 'tool.exe', content: Buffer.from('MZ binary'), contentType: 'application/x-msdownload' }],
+    }).compile().build();
+    ok(await postSignedMail(owner.api, channel.id, inbound.secret, raw.toString('utf8')), 200);
+    await quiesce(test.server);
+    const event = (await inboundEvents(test.server, channel.id)).find((e) => e.providerId === messageId)!;
+    expect(event).to.include({ status: 'processed', ticketId: ticket.id, conversationId: null });
+    const timeline = ok(await owner.api.get(`/tickets/${ticket.id}/events`, { token: owner.accessToken }), 200);
+    const reply = timeline.find((e: { type: string; actorType: string }) => e.type === 'reply' && e.actorType === 'contact');
+    expect(reply.content).to.match(/^A photo of the jam\n\n\[tool\.exe was not stored: application\/x-msdownload is not allowed/);
+    expect(reply.attachments).to.have.length(1);
+    expect(reply.attachments[0]).to.include({ fileName: 'jam.png', mimeType: 'image/png', sizeBytes: PNG.length });
+    expect((await download(reply.attachments[0].url, test.baseUrl)).bytes.equals(PNG)).to.equal(true);
+    expect(timeline.filter((e: { type: string }) => e.type !== 'reply').every((e: { attachments: unknown[] }) => e.attachments.length === 0)).to.equal(true);
+    // A file shown on a ticket stays as long as the ticket shows it.
+    expectError(await owner.api.delete(`/storage/${reply.attachments[0].objectId}`, { token: owner.accessToken }), 409, 'conflict');
   });
 
   describe('WhatsApp', () => {

@@ -2,8 +2,6 @@
 // WhatsApp handshake), authenticated inbound (wrong secrets 401, redeliveries stored once), and outbound replies
 // retried after 500 and after 429 with Retry-After (driven by jobs.drain and run_at), statuses and the 24-hour rule.
 import { createHmac, randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { signUp, type SignedUp } from './helpers/factories.js';
 import { startTestServer, TEST_AI_SECRET, type TestServer } from './helpers/server.js';
@@ -11,41 +9,8 @@ import { expectError } from './helpers/tenancy.js';
 import { connectOk, nextEvent, type ClientSocket } from './helpers/sockets.js';
 import { ok } from './helpers/tickets.js';
 import { inboundEvents, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
+import { fakeProvider } from './helpers/providers.js';
 import { DELIVERY_QUEUE } from '../server/services/channels/index.js';
-
-interface FakeCall {
-  path: string;
-  body: any;
-  headers: IncomingMessage['headers'];
-}
-interface FakeAnswer {
-  status: number;
-  body: unknown;
-  headers?: Record<string, string>;
-}
-
-/** A provider API that records each call and answers from a queue per path suffix (else the default). */
-async function fakeProvider(defaults: (path: string, body: any) => FakeAnswer): Promise<{ url: string; calls: FakeCall[]; queue: Map<string, FakeAnswer[]>; close(): Promise<void> }> {
-  const calls: FakeCall[] = [];
-  const queue = new Map<string, FakeAnswer[]>();
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      const body = text ? JSON.parse(text) : {};
-      const path = req.url ?? '';
-      calls.push({ path, body, headers: req.headers });
-      const key = [...queue.keys()].find((k) => path.endsWith(k) && queue.get(k)!.length > 0);
-      const answer = key ? queue.get(key)!.shift()! : defaults(path, body);
-      res.writeHead(answer.status, { 'content-type': 'application/json', ...(answer.headers ?? {}) });
-      res.end(JSON.stringify(answer.body));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, calls, queue, close: () => new Promise((r) => server.close(() => r())) };
-}
 
 describe('Channels: Telegram and WhatsApp', function () {
   this.timeout(120_000);
@@ -208,6 +173,29 @@ describe('Channels: Telegram and WhatsApp', function () {
       expect(event!.status).to.equal('processed');
       const conversation = await test.server.db.knex('conversations').where({ id: event!.conversationId }).first();
       expect(conversation).to.include({ channel: 'whatsapp', channelAddress: '4915112345678' });
+    });
+
+    it('processes the messages of one webhook together, in batches: one conversation per new customer, in order, each once', async () => {
+      const { messages: service } = test.server.services;
+      const customers = ['4915100000001', '4915100000002', '4915100000003'];
+      const burst = [0, 1, 2, 3, 4, 5, 6, 7].flatMap((n) => customers.map((from) => ({ id: `wamid.BURST-${from}-${n}`, from, type: 'text', text: { body: `${from.slice(-1)}:${n}` } })));
+      const before = { ...service.batchStats };
+      expect(ok(await post(webhook({ messaging_product: 'whatsapp', contacts: customers.map((wa_id) => ({ wa_id, profile: { name: `C${wa_id.slice(-1)}` } })), messages: burst })), 200)).to.deep.equal({ stored: 24, duplicates: 0 });
+      await quiesce(test.server);
+      // The first message of each customer opens its conversation (a transaction); the 21 others were appended by
+      // the message path's batches, a few customers' messages per statement.
+      expect(service.batchStats.appended - before.appended).to.equal(21);
+      expect(service.batchStats.batches - before.batches).to.be.below(21);
+      const events = (await inboundEvents(test.server, channelId)).filter((e) => e.providerId.startsWith('wamid.BURST-'));
+      expect(events.map((e) => e.status)).to.deep.equal(Array(24).fill('processed'));
+      for (const from of customers) {
+        const conversations = await test.server.db.knex('conversations').where({ channelId, channelAddress: from });
+        expect(conversations).to.have.length(1);
+        const messages = await test.server.db.knex('messages').where({ conversationId: conversations[0].id }).orderBy('seq');
+        expect(messages.map((m) => m.content)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7].map((n) => `${from.slice(-1)}:${n}`));
+        expect(messages.map((m) => m.seq)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8]);
+        expect(new Set(events.filter((e) => e.providerId.includes(from)).map((e) => e.conversationId))).to.deep.equal(new Set([conversations[0].id]));
+      }
     });
 
     it('sends replies through the Graph API, follows their statuses live, and stops at the 24-hour window', async () => {

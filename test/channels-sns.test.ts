@@ -1,6 +1,7 @@
 // Amazon SES inbound mail through SNS: signatures (versions 1 and 2) checked with the certificate fetched from an
 // allowed URL only (a local fake here, through SNS_CERT_URL_PATTERN), the subscription confirmed, the mail stored
-// once on the channel its recipient names; forged, tampered and foreign-certificate messages 401 with nothing stored.
+// once on the channel its recipient names; forged, tampered, stale and foreign-certificate messages 401 and other
+// topics than SNS_TOPIC_ARNS 403, with nothing stored.
 import { createSign, generateKeyPairSync, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -45,7 +46,7 @@ describe('Channels: SES inbound through SNS', function () {
     });
     await new Promise<void>((r) => fake.listen(0, '127.0.0.1', () => r()));
     fakeUrl = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
-    test = await startTestServer({ ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, EMAIL_INBOUND_SNS: 'true', SNS_CERT_URL_PATTERN: `^${fakeUrl.replace(/\./g, '\\.')}/`, INBOUND_EMAIL_DOMAIN: 'in.sns.test' });
+    test = await startTestServer({ ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, EMAIL_INBOUND_SNS: 'true', SNS_CERT_URL_PATTERN: `^${fakeUrl.replace(/\./g, '\\.')}/`, INBOUND_EMAIL_DOMAIN: 'in.sns.test', SNS_TOPIC_ARNS: `arn:aws:sns:us-east-1:123456789012:other, ${topic}` });
     owner = await signUp(test.server, test.baseUrl);
     const created = ok(await owner.api.post('/channels/email', { name: 'SES', address: 'support@sns-acme.test' }, { token: owner.accessToken }), 201);
     channel = { id: created.channel.id, config: { smtpAddress: created.inbound.smtpAddress } };
@@ -116,5 +117,29 @@ describe('Channels: SES inbound through SNS', function () {
     // Version 1 over a version 2 signature does not verify.
     expectError(await post({ ...make(), SignatureVersion: '1' }), 401, 'unauthorized');
     expect(await inboundEvents(test.server, channel.id)).to.have.length(before);
+  });
+
+  it('takes only the topics of SNS_TOPIC_ARNS: another topic\'s signed messages are 403, stored and confirmed never', async () => {
+    const before = (await inboundEvents(test.server, channel.id)).length;
+    const foreign = 'arn:aws:sns:eu-west-1:999999999999:someone-elses';
+    const mail = signed({ ...notification(channel.config.smtpAddress, mime({ from: uniqueEmail('foreign'), subject: 'Foreign', text: 'x', messageId: `<${randomUUID()}@f.test>` })), TopicArn: foreign }, '2', `${fakeUrl}/cert.pem`);
+    expectError(await post(mail), 403, 'forbidden');
+    const confirm = signed({ Type: 'SubscriptionConfirmation', MessageId: randomUUID(), Token: 'tok-foreign', TopicArn: foreign, Message: 'Subscribe', SubscribeURL: `${fakeUrl}/confirm?Token=tok-foreign`, Timestamp: new Date().toISOString() }, '2', `${fakeUrl}/cert.pem`);
+    expectError(await post(confirm), 403, 'forbidden');
+    expect(calls).not.to.include('/confirm?Token=tok-foreign');
+    expect(await inboundEvents(test.server, channel.id)).to.have.length(before);
+  });
+
+  it('refuses a message older than SNS_MAX_AGE_SECONDS (300 s) or dated ahead, by its signed Timestamp, with 401', async () => {
+    const before = (await inboundEvents(test.server, channel.id)).length;
+    const at = (secondsAgo: number) => {
+      const messageId = `<${randomUUID()}@age.test>`;
+      return { messageId, body: signed({ ...notification(channel.config.smtpAddress, mime({ from: uniqueEmail('age'), subject: 'Age', text: 'x', messageId })), Timestamp: new Date(Date.now() - secondsAgo * 1000).toISOString() }, '2', `${fakeUrl}/cert.pem`) };
+    };
+    expectError(await post(at(310).body), 401, 'unauthorized');
+    expectError(await post(at(-400).body), 401, 'unauthorized');
+    expectError(await post({ ...at(0).body, Timestamp: 'yesterday' }), 401, 'unauthorized');
+    expect(await inboundEvents(test.server, channel.id)).to.have.length(before);
+    expect(ok(await post(at(240).body), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
   });
 });

@@ -3,11 +3,12 @@
 // replies by SMTP) carries a DKIM-Signature that verifies against the published key; before that, none.
 import { createHash, createPublicKey, createVerify, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
+import { addMember, signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from './helpers/smtp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { createTicket, ok } from './helpers/tickets.js';
 import { mime, postSignedMail, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
+import { expectError } from './helpers/tenancy.js';
 
 const MAIL_FROM = 'Helpdesk Platform <desk@platform.test>';
 
@@ -121,5 +122,50 @@ describe('Email: DKIM for verified organization domains', function () {
     const otherKey = ok(await other.api.put('/email/identity', { fromAddress: 'x@other-dkim.test' }, { token: other.accessToken }), 200).dnsRecords.find((r: { purpose: string }) => r.purpose === 'dkim').value.split('p=')[1];
     expect(otherKey).to.not.equal(publicKey);
     expect(dkimOf(mail, otherKey).valid).to.equal(false);
+  });
+
+  it('rotates the key: the new selector is listed to publish, the old key signs until the new record is found, then it is retired', async () => {
+    // The organization's DNS zone: what it has published, answered to the server's TXT lookups.
+    const zone = new Map<string, string[][]>();
+    test.server.services.email.lookupTxt = async (host) => zone.get(host) ?? [];
+    const token = ok(await owner.api.get('/email/identity', { token: owner.accessToken }), 200).dnsRecords.find((r: { purpose: string }) => r.purpose === 'verification');
+    zone.set(token.name, [[token.value]]);
+    expect(ok(await owner.api.post('/email/identity/verify', {}, { token: owner.accessToken }), 200).domainVerified).to.equal(true);
+
+    const agent = await addMember(test.server, owner, 'agent');
+    expectError(await agent.api.post('/email/identity/dkim/rotate', {}, { token: agent.accessToken }), 403, 'forbidden');
+    const rotating = ok(await owner.api.post('/email/identity/dkim/rotate', {}, { token: owner.accessToken }), 200);
+    const current = rotating.dnsRecords.find((r: { purpose: string }) => r.purpose === 'dkim');
+    const next = rotating.dnsRecords.find((r: { purpose: string }) => r.purpose === 'dkim_next');
+    expect(current.name).to.equal(`${selector}._domainkey.acme-dkim.test`);
+    expect(next.name).to.match(/^sp[0-9a-f]{8}\._domainkey\.acme-dkim\.test$/);
+    expect(next.name).not.to.equal(current.name);
+    const nextSelector = next.name.split('.')[0];
+    const nextKey = next.value.split('p=')[1];
+    expect(nextKey).not.to.equal(publicKey);
+    expectError(await owner.api.post('/email/identity/dkim/rotate', {}, { token: owner.accessToken }), 409, 'conflict');
+
+    // Not published yet: the old key keeps signing, and verifying changes nothing.
+    const waiting = ok(await owner.api.post('/email/identity/verify', {}, { token: owner.accessToken }), 200);
+    expect(waiting.dnsRecords.map((r: { purpose: string }) => r.purpose)).to.deep.equal(['verification', 'spf', 'dkim', 'dkim_next']);
+    const before = uniqueEmail('rotating');
+    await createTicket(owner, { title: 'During the rotation', requester: { email: before } });
+    expect(dkimOf(await smtp.waitForMail(before), publicKey)).to.deep.equal({ d: 'acme-dkim.test', s: selector, valid: true, bodyHashMatches: true });
+
+    // Published (a long TXT record comes in chunks of up to 255 characters): the new key signs, the old is gone.
+    const value = `v=DKIM1; k=rsa; p=${nextKey}`;
+    zone.set(next.name, [[value.slice(0, 255), value.slice(255)]]);
+    const done = ok(await owner.api.post('/email/identity/verify', {}, { token: owner.accessToken }), 200);
+    expect(done.domainVerified).to.equal(true);
+    expect(done.dnsRecords.filter((r: { purpose: string }) => r.purpose.startsWith('dkim'))).to.deep.equal([{ type: 'TXT', name: next.name, value, purpose: 'dkim' }]);
+    const after = uniqueEmail('rotated');
+    await createTicket(owner, { title: 'After the rotation', requester: { email: after } });
+    const mail = await smtp.waitForMail(after);
+    expect(dkimOf(mail, nextKey)).to.deep.equal({ d: 'acme-dkim.test', s: nextSelector, valid: true, bodyHashMatches: true });
+    expect(dkimOf(mail, publicKey).valid).to.equal(false);
+    const row = await test.server.db.knex('email_identities').where({ organizationId: owner.orgId }).first();
+    expect(row).to.include({ dkimSelector: nextSelector, dkimPublicKey: nextKey, dkimNextSelector: null, dkimNextPrivateKey: null, dkimNextPublicKey: null });
+    // A new rotation may start again.
+    ok(await owner.api.post('/email/identity/dkim/rotate', {}, { token: owner.accessToken }), 200);
   });
 });

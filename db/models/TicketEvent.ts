@@ -16,6 +16,8 @@ export class TicketEvent extends TenantModel {
   declare content: string | null;
   declare data: Record<string, unknown>;
   declare clientMessageId: string | null;
+  /** Set when presented: files of the event (a customer's mail), with download URLs. */
+  attachments?: { objectId: string; fileName: string; mimeType: string; sizeBytes: number; url: string }[];
 
   override $beforeUpdate(): void {}
 }

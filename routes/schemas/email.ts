@@ -15,7 +15,7 @@ export const DnsRecordView: JsonSchema = object({
   type: { type: 'string', enum: ['TXT'] },
   name: { type: 'string' },
   value: { type: 'string' },
-  purpose: { type: 'string', enum: ['verification', 'spf', 'dkim'], description: '`dkim`: `<selector>._domainkey.<domain>` with the organization\'s public key; its mail is DKIM-signed with the private key once the domain is verified' },
+  purpose: { type: 'string', enum: ['verification', 'spf', 'dkim', 'dkim_next'], description: '`dkim`: `<selector>._domainkey.<domain>` with the organization\'s public key; its mail is DKIM-signed with the private key once the domain is verified. `dkim_next`: a rotation\'s next key, to publish beside `dkim`; it signs once `POST /email/identity/verify` finds it' },
 }, ['type', 'name', 'value', 'purpose']);
 
 export const EmailIdentityView: JsonSchema = object({

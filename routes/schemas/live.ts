@@ -38,6 +38,16 @@ export const ConversationView: JsonSchema = {
   },
 };
 
+/** Files shown with a message or a ticket's reply. */
+export const AttachmentsView: JsonSchema = {
+  type: 'array',
+  description: 'Files of the message; each `url` is a download link minted for this response (it expires after 15 minutes)',
+  items: {
+    type: 'object',
+    properties: { objectId: uuid, fileName: { type: 'string' }, mimeType: { type: 'string' }, sizeBytes: { type: 'integer' }, url: { type: 'string' } },
+  },
+};
+
 export const MessageView: JsonSchema = {
   type: 'object',
   properties: {
@@ -51,14 +61,7 @@ export const MessageView: JsonSchema = {
     private: { type: 'boolean', description: 'An internal note; never shown to the visitor' },
     metadata: { type: 'object' },
     clientMessageId: nullableString,
-    attachments: {
-      type: 'array',
-      description: 'Files of the message; each `url` is a download link minted for this response (it expires after 15 minutes)',
-      items: {
-        type: 'object',
-        properties: { objectId: uuid, fileName: { type: 'string' }, mimeType: { type: 'string' }, sizeBytes: { type: 'integer' }, url: { type: 'string' } },
-      },
-    },
+    attachments: AttachmentsView,
     createdAt: dateTime,
   },
 };

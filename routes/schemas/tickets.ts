@@ -1,5 +1,6 @@
 // Request pieces and response shapes of the Tickets area (documented in OpenAPI; presenters guarantee the shapes).
 import type { JsonSchema } from '../registry.js';
+import { AttachmentsView } from './live.js';
 import { dateTime, email, nullableDateTime, object, personName, uuid } from './common.js';
 import { SEARCH_TEXT_MAX, TAG_LENGTH_MAX, TAGS_MAX } from '../../server/limits.js';
 
@@ -79,6 +80,7 @@ export const TicketEventView: JsonSchema = {
     content: { ...nullableString, description: 'The note or reply text; for status_changed, an optional resolution note' },
     data: { type: 'object', description: 'created: {number, source, assignedTo, conversationId}; updated: {fields}; status_changed, priority_changed, assigned, linked: {from, to}; merged: {direction: into|from, ticketId, number}; reply: {delivery}' },
     clientMessageId: nullableString,
+    attachments: { ...AttachmentsView, description: 'Files of a customer\'s mail (reply events); each `url` expires after 15 minutes' },
     createdAt: dateTime,
   },
 };

@@ -42,6 +42,7 @@ export function presentTicketEvent(e: TicketEvent) {
     content: e.content ?? null,
     data: e.data ?? {},
     clientMessageId: e.clientMessageId ?? null,
+    attachments: e.attachments ?? [],
     createdAt: iso(e.createdAt),
   };
 }

@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import type { Models } from '../../db/index.js';
 import type { Message } from '../../db/models/Message.js';
 import type { StorageObject } from '../../db/models/StorageObject.js';
+import type { TicketEvent } from '../../db/models/TicketEvent.js';
 import { ValidationFailed } from '../errors.js';
 import type { AttachmentView, Sender } from '../services/messages/types.js';
 import type { StorageDriver } from './driver.js';
@@ -69,6 +70,21 @@ export class MessageAttachments {
     const byMessage = new Map<string, AttachmentView[]>();
     for (const { messageId, view } of views) byMessage.set(messageId, [...(byMessage.get(messageId) ?? []), view]);
     for (const m of withFiles) m.attachments = byMessage.get(m.id) ?? [];
+  }
+
+  /** Sets `attachments` on a page of ticket events (the files of customers' mail), with fresh URLs; others get none. */
+  async decorateTicketEvents(orgId: string, events: TicketEvent[]): Promise<void> {
+    for (const e of events) e.attachments = [];
+    const replies = events.filter((e) => e.type === 'reply');
+    if (replies.length === 0) return;
+    const rows = (await this.deps.models.StorageObject.knex()('ticket_event_attachments as a')
+      .join('storage_objects as o', 'o.id', 'a.object_id')
+      .where('a.organization_id', orgId)
+      .whereIn('a.event_id', replies.map((e) => e.id))
+      .orderBy([{ column: 'a.event_id' }, { column: 'a.position' }])
+      .select('a.event_id', 'a.object_id', 'o.file_name', 'o.mime_type', 'o.size_bytes', 'o.key')) as (Omit<AttachmentRow, 'messageId'> & { eventId: string })[];
+    const byId = new Map(replies.map((e) => [e.id, e]));
+    for (const r of rows) byId.get(r.eventId)!.attachments!.push(await this.view({ id: r.objectId, key: r.key, fileName: r.fileName, mimeType: r.mimeType, sizeBytes: r.sizeBytes }));
   }
 
   /** Whether a visitor may read an object: their own upload, or a file of a public message in their conversation. */

@@ -189,6 +189,7 @@ export class StorageService {
 
   async isReferenced(objectId: string, trx: Knex = this.deps.knex): Promise<boolean> {
     if (await trx('message_attachments').where({ objectId }).first('id')) return true;
+    if (await trx('ticket_event_attachments').where({ objectId }).first('id')) return true;
     return this.deps.referencedBy ? this.deps.referencedBy(trx, objectId) : false;
   }
 

@@ -27,15 +27,24 @@ export async function inboundEvents(server: AppServer, channelId: string): Promi
 
 /**
  * Runs due jobs until none is due or running: drain() alone returns while a job the poller claimed right after a
- * commit is still running.
+ * commit is still running. Only this server's queues count, and with `organizationId` only that organization's jobs:
+ * the test database is shared with other files' servers, whose leftovers (deliveries to fake providers long closed,
+ * retried with backoff) are not this test's business.
  */
-export async function quiesce(server: AppServer): Promise<void> {
+export async function quiesce(server: AppServer, organizationId?: string): Promise<void> {
   const { knex } = server.db;
+  const queues = server.jobs.names();
+  const busy = () =>
+    knex('jobs')
+      .whereIn('queue', queues)
+      .modify((q) => (organizationId ? q.where('organization_id', organizationId) : q))
+      .where((q) => q.where('status', 'running').orWhere((p) => p.where('status', 'pending').where('run_at', '<=', knex.fn.now())))
+      .select('id', 'queue', 'status', 'attempts', 'run_at', 'locked_until')
+      .limit(5);
   for (let i = 0; i < 200; i++) {
     await server.jobs.drain();
-    const busy = await knex('jobs').where('status', 'running').orWhere((q) => q.where('status', 'pending').where('run_at', '<=', knex.fn.now())).first();
-    if (!busy) return;
+    if ((await busy()).length === 0) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error('jobs did not settle');
+  throw new Error(`jobs did not settle: ${JSON.stringify(await busy())}`);
 }

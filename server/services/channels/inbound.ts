@@ -90,7 +90,8 @@ export class ChannelInbound {
     const channel = await this.deps.provisioning.byId(channelId).then((c) => (c && c.type === 'whatsapp' && c.enabled ? c : null));
     if (!channel) throw new NotFound('Channel');
     if (mode !== 'subscribe' || !verifyToken || !safeEqualText(verifyToken, this.deps.provisioning.secretsOf<WhatsAppSecrets>(channel).verifyToken)) throw new Forbidden('The verify token is wrong');
-    if (channel.status !== 'active') await this.deps.provisioning.setStatus(channel, 'active');
+    // Remembered apart from the status, which failed deliveries may change later.
+    if (channel.status !== 'active' || !channel.config.webhookVerifiedAt) await this.deps.provisioning.setStatus(channel, 'active', null, { ...channel.config, webhookVerifiedAt: channel.config.webhookVerifiedAt ?? new Date().toISOString() });
     return challenge ?? '';
   }
 
@@ -110,7 +111,8 @@ export class ChannelInbound {
     // One row per provider id even within a single call (a webhook listing the same status twice).
     const unique = [...new Map(events.map((e) => [e.providerId.slice(0, 998), e])).entries()];
     const rows = unique.map(([providerId, e]) => ({ organizationId: channel.organizationId, channelId: channel.id, providerId, kind: e.payload.kind, payload: JSON.stringify(e.payload) }));
-    const stored = (await this.deps.jobs.insertWithJobs('inbound_events', rows, ['channel_id', 'provider_id'], INBOUND_QUEUE, 'eventId')).length;
+    // Processed within 20 ms, with the other webhooks of those 20 ms: one claim and one batch for a burst.
+    const stored = (await this.deps.jobs.insertWithJobs('inbound_events', rows, ['channel_id', 'provider_id'], INBOUND_QUEUE, 'eventId', 20)).length;
     return { stored, duplicates: events.length - stored };
   }
 }

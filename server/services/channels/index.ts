@@ -36,7 +36,7 @@ export interface ChannelSettings {
   /** Inbound webhook calls one channel may take per minute on one instance. */
   inboundPerMinute: number;
   /** SES inbound mail through SNS (`POST /channels/inbound`), and which URLs may serve its certificate. */
-  sns: { enabled: boolean; certUrlPattern: RegExp };
+  sns: { enabled: boolean; certUrlPattern: RegExp; topicArns: string[] | null; maxAgeSeconds: number };
 }
 
 export interface ChannelDeps {
@@ -81,17 +81,18 @@ export class ChannelService {
     });
     const media = new InboundMediaStore({ storage: deps.storage, provisioning: this.provisioning, whatsappGraphUrl: settings.whatsappGraphUrl, telegramApiUrl: settings.telegramApiUrl });
     const processor = new InboundProcessor({ knex, contacts: deps.contacts, messages: deps.messages, tickets: deps.tickets, deliveries: this.deliveries, media });
-    this.sns = new SnsInbound({ inbound: this.inbound, channelFor: (address) => this.provisioning.byAddress(address), enabled: settings.sns.enabled, urlPattern: settings.sns.certUrlPattern, logger: deps.logger });
+    this.sns = new SnsInbound({ inbound: this.inbound, channelFor: (address) => this.provisioning.byAddress(address), enabled: settings.sns.enabled, urlPattern: settings.sns.certUrlPattern, topicArns: settings.sns.topicArns, maxAgeSeconds: settings.sns.maxAgeSeconds, logger: deps.logger });
     this.smtpIn = new SmtpInbound({ inbound: this.inbound, domain: settings.inboundEmailDomain, logger: deps.logger });
-    // Two at once: processing an event takes many statements, and the pool's other connections stay free for the
-    // webhooks that wait on one statement before they answer the provider.
-    jobs.define<InboundJob>({ queue: INBOUND_QUEUE, handle: (job) => processor.handle(job), retryDelaysSeconds: [5, 30, 120, 600, 3600], concurrency: 2 });
+    // Many at once: the events of one claim are processed together (a few statements for all of them), so they
+    // hold few of the pool's connections and leave the rest to the webhooks waiting on one statement for their 200.
+    jobs.define<InboundJob>({ queue: INBOUND_QUEUE, handle: (job) => processor.handle(job), retryDelaysSeconds: [5, 30, 120, 600, 3600], concurrency: 32 });
     jobs.define<DeliveryJob>({ queue: DELIVERY_QUEUE, handle: (job) => this.deliveries.handle(job), retryDelaysSeconds: DELIVERY_RETRY_SECONDS });
     // Replies in channel conversations write their delivery inside the message's transaction.
     deps.messages.channelOutbox = this.deliveries;
   }
 
   async start(): Promise<void> {
+    if (this.deps.settings.sns.enabled && !this.deps.settings.sns.topicArns) this.deps.logger.warn('EMAIL_INBOUND_SNS is on without SNS_TOPIC_ARNS: mail from any SNS topic is taken (refused in production)');
     if (this.deps.settings.smtpInPort !== null) this.smtpInPort = await this.smtpIn.listen(this.deps.settings.smtpInPort, this.deps.host);
   }
 

@@ -82,6 +82,7 @@ export class ChannelDeliveries implements ChannelOutbox, DeliveryUpdates {
       const providerMessageId = await this.send(channel, delivery, message);
       await knex('channel_deliveries').where({ id: delivery.id }).update({ providerMessageId, sentAt: new Date(), lastError: null });
       await this.settle(delivery, 'sent', null, false);
+      await this.deps.provisioning.deliverySucceeded(channel);
     } catch (err) {
       const failure = err instanceof ProviderError ? err : new ProviderError(err instanceof Error ? err.message : 'delivery failed', true);
       const lastAttempt = job.attempt > DELIVERY_RETRY_SECONDS.length;
@@ -90,6 +91,8 @@ export class ChannelDeliveries implements ChannelOutbox, DeliveryUpdates {
         throw new RetryLater(failure.message, failure.retryAfterSeconds);
       }
       await this.settle(delivery, failure.finalStatus, failure.message, true);
+      // Outside WhatsApp's 24-hour window is about one customer, not the channel.
+      if (failure.finalStatus === 'failed') await this.deps.provisioning.deliveryFailed(channel, failure.message, failure.credentialsRefused);
     }
   }
 

@@ -32,6 +32,8 @@ export interface VerifyCheck {
 }
 
 const randomSecret = () => randomBytes(32).toString('base64url');
+/** Deliveries failing for good in a row that make a channel `failed` (a refused credential does at once). */
+export const CHANNEL_FAILURE_THRESHOLD = 5;
 /** How long a webhook may use a channel as read before: a change elsewhere reaches this instance within it. */
 const CACHE_MS = 5_000;
 const CACHE_SIZE = 10_000;
@@ -176,17 +178,50 @@ export class ChannelProvisioning {
       const ok = await new TelegramApi(this.deps.urls.telegramApiUrl, this.secretsOf<TelegramSecrets>(channel).botToken).getMe().then(() => true, () => false);
       checks.push({ name: 'bot_token', ok });
     }
-    if (channel.type === 'whatsapp') checks.push({ name: 'webhook_verified', ok: channel.status === 'active', ...(channel.status === 'active' ? {} : { detail: 'Meta has not called the verification handshake yet' }) });
+    // Failed deliveries do not undo Meta's handshake.
+    const handshaken = channel.status === 'active' || !!channel.config.webhookVerifiedAt;
+    if (channel.type === 'whatsapp') checks.push({ name: 'webhook_verified', ok: handshaken, ...(handshaken ? {} : { detail: 'Meta has not called the verification handshake yet' }) });
     const status: ChannelStatus = !channel.enabled ? 'disabled' : checks.every((c) => c.ok) ? 'active' : channel.type === 'whatsapp' && readable ? 'pending' : 'failed';
     const failed = checks.find((c) => !c.ok);
-    const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update({ status, lastError: failed && status === 'failed' ? `check failed: ${failed.name}` : null, updatedAt: new Date() }, '*')) as ChannelRow[];
+    // A passing verification starts the count of failed deliveries afresh.
+    const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update({ status, lastError: failed && status === 'failed' ? `check failed: ${failed.name}` : null, consecutiveFailures: status === 'active' ? 0 : channel.consecutiveFailures, updatedAt: new Date() }, '*')) as ChannelRow[];
     this.cache.delete(channel.id);
     this.announceStatus(channel.status, row!);
     return { status, checks, channel: row! };
   }
 
-  async setStatus(channel: ChannelRow, status: ChannelStatus, lastError: string | null = null): Promise<void> {
-    const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update({ status, lastError, updatedAt: new Date() }, '*')) as ChannelRow[];
+  async setStatus(channel: ChannelRow, status: ChannelStatus, lastError: string | null = null, config?: Record<string, unknown>): Promise<void> {
+    const [row] = (await this.deps.knex('channels').where({ id: channel.id }).update({ status, lastError, updatedAt: new Date(), ...(config ? { config: JSON.stringify(config) } : {}) }, '*')) as ChannelRow[];
+    this.cache.delete(channel.id);
+    if (row) this.announceStatus(channel.status, row);
+  }
+
+  /**
+   * A delivery failed for good: one more in a row. A refused credential, or CHANNEL_FAILURE_THRESHOLD in a row,
+   * makes the channel `failed` (a disabled one stays disabled).
+   */
+  async deliveryFailed(channel: ChannelRow, error: string, credentialsRefused: boolean): Promise<void> {
+    const { knex } = this.deps;
+    const [row] = (await knex('channels').where({ id: channel.id }).update({
+      consecutiveFailures: knex.raw('consecutive_failures + 1'),
+      status: knex.raw(`case when status <> 'disabled' and (? or consecutive_failures + 1 >= ?) then 'failed' else status end`, [credentialsRefused, CHANNEL_FAILURE_THRESHOLD]),
+      lastError: error.slice(0, 500),
+      updatedAt: new Date(),
+    }, '*')) as ChannelRow[];
+    this.cache.delete(channel.id);
+    if (row) this.announceStatus(channel.status, row);
+  }
+
+  /** A delivery went out: the count starts again, and a `failed` channel is active again. Costs nothing on a healthy channel. */
+  async deliverySucceeded(channel: ChannelRow): Promise<void> {
+    if (channel.consecutiveFailures === 0 && channel.status !== 'failed') return;
+    const { knex } = this.deps;
+    const [row] = (await knex('channels').where({ id: channel.id }).update({
+      consecutiveFailures: 0,
+      status: knex.raw(`case when status = 'failed' then 'active' else status end`),
+      lastError: knex.raw(`case when status = 'failed' then null else last_error end`),
+      updatedAt: new Date(),
+    }, '*')) as ChannelRow[];
     this.cache.delete(channel.id);
     if (row) this.announceStatus(channel.status, row);
   }

@@ -3,7 +3,7 @@
 // (https://sns.<region>.amazonaws.com/ by default) and kept per URL; a subscription is confirmed by calling its
 // SubscribeURL (same rule); a notification's mail is parsed and stored on the email channel it was addressed to.
 import { createPublicKey, createVerify, type KeyObject } from 'node:crypto';
-import { NotFound, Unauthorized, ValidationFailed } from '../../errors.js';
+import { Forbidden, NotFound, Unauthorized, ValidationFailed } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { ChannelInbound, StoredInbound } from './inbound.js';
 import { mailFromMime } from './providers/email.js';
@@ -30,6 +30,9 @@ interface SesNotification {
   receipt?: { recipients?: string[]; action?: { type?: string; encoding?: string } };
   content?: string;
 }
+
+/** How far ahead of our clock a Timestamp may be. */
+const CLOCK_SKEW_SECONDS = 300;
 
 const str = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
 
@@ -59,6 +62,10 @@ export class SnsInbound {
     channelFor: (address: string) => Promise<ChannelRow | null>;
     enabled: boolean;
     urlPattern: RegExp;
+    /** The topics taken (null: any). */
+    topicArns: string[] | null;
+    /** Oldest a message may be, by its signed Timestamp. */
+    maxAgeSeconds: number;
     logger: Logger;
   }) {}
 
@@ -70,13 +77,24 @@ export class SnsInbound {
     } catch {
       throw new Unauthorized('Not a signed SNS message');
     }
+    this.checkAge(message);
     await this.verify(message);
+    // Authentic, but whose? Any AWS account can publish signed messages: only the operator's topics are taken, and
+    // a subscription of any other topic is never confirmed.
+    if (this.deps.topicArns && !this.deps.topicArns.includes(message.TopicArn ?? '')) throw new Forbidden('This SNS topic is not one this server takes mail from');
     if (message.Type === 'SubscriptionConfirmation') {
       await this.confirm(message);
       return { stored: 0, duplicates: 0, confirmed: true };
     }
     if (message.Type !== 'Notification') return { stored: 0, duplicates: 0 };
     return this.notification(message);
+  }
+
+  /** A replayed message is refused once it is older than the window (or dated more than 5 minutes ahead). */
+  private checkAge(m: SnsMessage): void {
+    const at = str(m.Timestamp) ? Date.parse(m.Timestamp) : NaN;
+    const age = (Date.now() - at) / 1000;
+    if (!Number.isFinite(age) || age > this.deps.maxAgeSeconds || age < -CLOCK_SKEW_SECONDS) throw new Unauthorized(`The SNS message's Timestamp is missing or outside its ${this.deps.maxAgeSeconds}-second window`);
   }
 
   /** Signature over the canonical string with the certificate at an allowed URL; anything else is 401. */

@@ -14,6 +14,8 @@ export interface ChannelRow {
   secrets: string;
   inboundToken: string;
   lastError: string | null;
+  /** Deliveries that failed for good in a row since the last one that went out. */
+  consecutiveFailures: number;
   createdAt: Date;
   updatedAt: Date;
 }

@@ -5,6 +5,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { resolveTxt } from 'node:dns/promises';
 import type { Knex } from 'knex';
+import { Conflict } from '../../errors.js';
 import type { SecretSealer } from '../channels/crypto.js';
 import { parseMailbox, type MailAddress } from '../../mail/address.js';
 
@@ -23,6 +24,10 @@ export interface EmailIdentityRow {
   dkimPrivateKey: string | null;
   /** Base64 DER (SubjectPublicKeyInfo), as the DNS record carries it. */
   dkimPublicKey: string | null;
+  /** A rotation's next key (same forms), signing nothing until its record is found in DNS. */
+  dkimNextSelector: string | null;
+  dkimNextPrivateKey: string | null;
+  dkimNextPublicKey: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -38,7 +43,7 @@ export interface DnsRecord {
   type: 'TXT';
   name: string;
   value: string;
-  purpose: 'verification' | 'spf' | 'dkim';
+  purpose: 'verification' | 'spf' | 'dkim' | 'dkim_next';
 }
 
 export interface EmailIdentityView {
@@ -69,13 +74,21 @@ export interface MailSender {
 export const VERIFICATION_HOST = '_support-verification';
 export type TxtResolver = (host: string) => Promise<string[][]>;
 
+/** A DNS record's text with its chunks joined and no whitespace, so `p=` can be compared as published. */
+const compact = (chunks: string[]) => chunks.join('').replace(/\s+/g, '');
+
 const domainOf = (address: string | null): string | null => (address && address.includes('@') ? address.split('@').pop()!.toLowerCase() : null);
 
 /** Verified only for the domain the proof was found on: changing the from address to another domain unverifies it. */
 const isVerified = (row: EmailIdentityRow | undefined): boolean => !!row?.domainVerifiedAt && !!row.verifiedDomain && row.verifiedDomain === domainOf(row.fromAddress);
 
 export class EmailIdentityService {
-  constructor(private readonly deps: { knex: Knex; mailFrom: string; sealer: SecretSealer; resolveTxt?: TxtResolver }) {}
+  /** Where TXT records are looked up: the system's resolver (tests answer from the records they published). */
+  lookupTxt: TxtResolver;
+
+  constructor(private readonly deps: { knex: Knex; mailFrom: string; sealer: SecretSealer; resolveTxt?: TxtResolver }) {
+    this.lookupTxt = deps.resolveTxt ?? resolveTxt;
+  }
 
   private row(orgId: string, db: Knex | Knex.Transaction = this.deps.knex): Promise<EmailIdentityRow | undefined> {
     return db('email_identities').where({ organizationId: orgId }).first() as Promise<EmailIdentityRow | undefined>;
@@ -86,13 +99,43 @@ export class EmailIdentityService {
     const row = (await this.row(orgId))!;
     if (row.dkimPrivateKey) return row;
     // One key per identity, made the first time it is needed (identities made before DKIM get theirs here too).
-    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    await this.deps.knex('email_identities').where({ organizationId: orgId }).whereNull('dkimPrivateKey').update({
-      dkimSelector: `sp${randomBytes(4).toString('hex')}`,
-      dkimPrivateKey: this.deps.sealer.seal(privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()),
-      dkimPublicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
-    });
+    const key = this.newKey();
+    await this.deps.knex('email_identities').where({ organizationId: orgId }).whereNull('dkimPrivateKey').update({ dkimSelector: key.selector, dkimPrivateKey: key.privateKey, dkimPublicKey: key.publicKey });
     return (await this.row(orgId))!;
+  }
+
+  /** A fresh 2048-bit key under a selector of its own: the private half sealed, the public half as DNS carries it. */
+  private newKey(): { selector: string; privateKey: string; publicKey: string } {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    return {
+      selector: `sp${randomBytes(4).toString('hex')}`,
+      privateKey: this.deps.sealer.seal(privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()),
+      publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+    };
+  }
+
+  /**
+   * Starts a DKIM key rotation: a next key under a new selector, listed in `dnsRecords` (`dkim_next`) to publish.
+   * The current key keeps signing until `verify` finds the next record in DNS; one rotation waits at a time (409).
+   */
+  async rotateDkim(orgId: string): Promise<EmailIdentityView> {
+    await this.ensure(orgId);
+    const key = this.newKey();
+    const started = await this.deps.knex('email_identities').where({ organizationId: orgId }).whereNull('dkimNextSelector')
+      .update({ dkimNextSelector: key.selector, dkimNextPrivateKey: key.privateKey, dkimNextPublicKey: key.publicKey, updatedAt: new Date() });
+    if (!started) throw new Conflict('A DKIM key rotation is already waiting for its DNS record; publish it and verify');
+    return this.present((await this.row(orgId))!);
+  }
+
+  /** The rotation's next record, when published with its key, makes the next key the one that signs; the old one is deleted. */
+  private async finishRotation(row: EmailIdentityRow, domain: string, lookup: TxtResolver): Promise<void> {
+    if (!row.dkimNextSelector || !row.dkimNextPublicKey) return;
+    const published = await lookup(`${row.dkimNextSelector}._domainkey.${domain}`).catch(() => [] as string[][]);
+    if (!published.some((chunks) => compact(chunks).includes(`p=${row.dkimNextPublicKey}`))) return;
+    await this.deps.knex('email_identities').where({ organizationId: row.organizationId, dkimNextSelector: row.dkimNextSelector }).update({
+      dkimSelector: row.dkimNextSelector, dkimPrivateKey: row.dkimNextPrivateKey, dkimPublicKey: row.dkimNextPublicKey,
+      dkimNextSelector: null, dkimNextPrivateKey: null, dkimNextPublicKey: null, updatedAt: new Date(),
+    });
   }
 
   /**
@@ -126,13 +169,17 @@ export class EmailIdentityService {
     return this.present((await this.row(orgId))!);
   }
 
-  /** Looks the verification token up in DNS; a lookup that fails leaves the identity unverified (not an error). */
+  /**
+   * Looks the verification token up in DNS (and a DKIM rotation's next record); a lookup that fails leaves the
+   * identity unverified (not an error).
+   */
   async verify(orgId: string): Promise<EmailIdentityView> {
     const row = await this.ensure(orgId);
     const domain = domainOf(row.fromAddress);
     let found = false;
     if (domain) {
-      const lookup = this.deps.resolveTxt ?? resolveTxt;
+      const lookup = this.lookupTxt;
+      await this.finishRotation(row, domain, lookup);
       try {
         const records = await lookup(`${VERIFICATION_HOST}.${domain}`);
         found = records.some((chunks) => chunks.join('') === this.tokenValue(row));
@@ -168,6 +215,7 @@ export class EmailIdentityService {
           { type: 'TXT', name: `${VERIFICATION_HOST}.${domain}`, value: this.tokenValue(row), purpose: 'verification' },
           { type: 'TXT', name: domain, value: `v=spf1 include:${platform} ~all`, purpose: 'spf' },
           ...(row.dkimSelector && row.dkimPublicKey ? [{ type: 'TXT' as const, name: `${row.dkimSelector}._domainkey.${domain}`, value: `v=DKIM1; k=rsa; p=${row.dkimPublicKey}`, purpose: 'dkim' as const }] : []),
+          ...(row.dkimNextSelector && row.dkimNextPublicKey ? [{ type: 'TXT' as const, name: `${row.dkimNextSelector}._domainkey.${domain}`, value: `v=DKIM1; k=rsa; p=${row.dkimNextPublicKey}`, purpose: 'dkim_next' as const }] : []),
         ]
       : [];
     return {

@@ -12,6 +12,8 @@ export interface InboundTicketMail {
   subject: string | null;
   messageId: string | null;
   contactId: string | null;
+  /** Stored files of the mail (channel_media objects), shown on its reply event. */
+  attachments?: string[];
 }
 
 export async function receiveTicketMail(core: TicketCore, target: Ticket, mail: InboundTicketMail): Promise<{ ticket: Ticket; event: TicketEvent; followUp: boolean }> {
@@ -36,6 +38,7 @@ export async function receiveTicketMail(core: TicketCore, target: Ticket, mail: 
       organizationId: ticket.organizationId, ticketId: ticket.id, type: 'reply', actorType: 'contact', actorId: mail.contactId,
       content: mail.content, data: { direction: 'inbound', from: mail.from, messageId: mail.messageId }, clientMessageId: null,
     });
+    if (mail.attachments?.length) await trx('ticket_event_attachments').insert(mail.attachments.map((objectId, position) => ({ organizationId: ticket.organizationId, eventId: event.id, objectId, position })));
     const touched = await core.models.Ticket.forOrg(ticket.organizationId, trx).patchAndFetchById(ticket.id, { updatedAt: new Date() });
     if (!followUp) fx.announce('replied', touched);
     return { ticket: touched, event, followUp };

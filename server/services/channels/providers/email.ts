@@ -97,8 +97,10 @@ export class EmailSender {
     try {
       await this.transport.sendMail({ ...mail, references: mail.references?.length ? mail.references : undefined });
     } catch (err) {
-      const code = (err as { responseCode?: number }).responseCode;
-      throw new ProviderError(`SMTP: ${err instanceof Error ? err.message.slice(0, 200) : 'failed'}`, code === undefined || code < 500);
+      const { responseCode: code, code: kind } = err as { responseCode?: number; code?: string };
+      // 530/535 and nodemailer's EAUTH: the SMTP server refused our login, which no retry fixes.
+      const refused = kind === 'EAUTH' || code === 530 || code === 535;
+      throw new ProviderError(`SMTP: ${err instanceof Error ? err.message.slice(0, 200) : 'failed'}`, !refused && (code === undefined || code < 500), undefined, 'failed', refused);
     }
     return mail.messageId;
   }

@@ -8,6 +8,8 @@ export class ProviderError extends Error {
     readonly retryAfterSeconds?: number,
     /** The final status this failure means for the delivery. */
     readonly finalStatus: 'failed' | 'outside_window' = 'failed',
+    /** The provider refused the channel's credentials (401/403, SMTP authentication): the channel itself is broken. */
+    readonly credentialsRefused = false,
   ) {
     super(message);
     this.name = 'ProviderError';
@@ -41,7 +43,7 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
 export function failureOf(status: number, description: string, retryAfter: number | undefined): ProviderError | null {
   if (status >= 200 && status < 300) return null;
   if (status === 429 || status >= 500) return new ProviderError(`HTTP ${status}: ${description}`.slice(0, 300), true, retryAfter);
-  return new ProviderError(`HTTP ${status}: ${description}`.slice(0, 300), false);
+  return new ProviderError(`HTTP ${status}: ${description}`.slice(0, 300), false, undefined, 'failed', status === 401 || status === 403);
 }
 
 /** A file's bytes, refused past `maxBytes` (announced or actual) without reading further. */
