@@ -9,7 +9,7 @@ import { lockDataDir } from './dataDirLock.js';
 import { migrateLatest, type MigrateOptions } from './migrate.js';
 import { SourceNamedMigrations } from './migrationSource.js';
 import type { Logger } from '../server/logger.js';
-import { statement, type StatementFactory } from './statements.js';
+import { readOnlySession, statement, type ReadSession, type StatementFactory } from './statements.js';
 import type { TenantModel } from './BaseModel.js';
 import { AgentRun } from './models/AgentRun.js';
 import { AuthSession } from './models/AuthSession.js';
@@ -87,6 +87,8 @@ export interface Database {
   knex: Knex;
   /** Fixed SQL for hot paths; prepared statements on PostgreSQL. */
   statement: StatementFactory;
+  /** Reads run on one connection in one read-only transaction with `set local` settings; prepared on PostgreSQL. */
+  readOnly<T>(settings: readonly string[], fn: (session: ReadSession) => Promise<T>): Promise<T>;
   models: Models;
   embedded: boolean;
   /** Applies pending migrations, one instance at a time (db/migrate.ts); returns the names applied. */
@@ -136,6 +138,7 @@ export function createDatabase(options: DatabaseOptions): Database {
   return {
     knex,
     statement: (name, text) => statement(knex, name, text, !!options.databaseUrl && options.preparedStatements !== false),
+    readOnly: (settings, fn) => readOnlySession(knex, !!options.databaseUrl && options.preparedStatements !== false, settings, fn),
     models,
     embedded: !options.databaseUrl,
     migrate(migrateOptions) {

@@ -4,6 +4,7 @@
 //
 // Such statements return named columns or json values, never `table.*`: a migration that adds a column while
 // instances run must not change a prepared statement's result type, which PostgreSQL refuses to re-plan.
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import objection from 'objection';
 
@@ -14,6 +15,11 @@ interface DriverConnection {
 interface PooledClient {
   acquireConnection(): Promise<DriverConnection>;
   releaseConnection(connection: DriverConnection): Promise<void>;
+}
+
+/** One statement on a borrowed connection: named (prepared once per connection) where the driver allows. */
+function query(connection: DriverConnection, prepared: boolean, name: string, text: string, values: unknown[]): Promise<{ rows: unknown[] }> {
+  return prepared ? connection.query({ name, text, values }) : connection.query(text, values);
 }
 
 export interface Statement<Row> {
@@ -35,8 +41,7 @@ export function statement<Row>(knex: Knex, name: string, text: string, prepared:
     async rows(values) {
       const connection = await client.acquireConnection();
       try {
-        const result = prepared ? await connection.query({ name, text, values }) : await connection.query(text, values);
-        return result.rows as Row[];
+        return (await query(connection, prepared, name, text, values)).rows as Row[];
       } finally {
         await client.releaseConnection(connection);
       }
@@ -74,4 +79,71 @@ export async function rowsIn<Row>(trx: Knex.Transaction, text: string, values: u
   });
   const result = (await trx.raw(sql, bindings as Knex.RawBinding[])) as { rows: Row[] };
   return result.rows;
+}
+
+/** Statements run one after another on one connection, inside one read-only transaction. */
+export interface ReadSession {
+  /**
+   * Runs SQL written with knex's `?` placeholders (no `??` identifiers, no literal `?`). On PostgreSQL each text is a
+   * named prepared statement (named after a hash of the text), so a repeated read skips parsing and, under a generic
+   * plan, planning.
+   */
+  raw(sql: string, bindings?: readonly unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+}
+
+/** A text with `$n` placeholders and its statement name, per knex-style text (the texts of a process are few). */
+const numbered = new Map<string, { text: string; name: string }>();
+const NUMBERED_MAX = 1_000;
+
+function numberedText(sql: string): { text: string; name: string } {
+  let hit = numbered.get(sql);
+  if (!hit) {
+    let n = 0;
+    const text = sql.replace(/\?/g, () => `$${++n}`);
+    hit = { text, name: `r_${createHash('sha1').update(text).digest('hex').slice(0, 24)}` };
+    if (numbered.size >= NUMBERED_MAX) numbered.clear();
+    numbered.set(sql, hit);
+  }
+  return hit;
+}
+
+/**
+ * Runs `fn` on one pooled connection inside `begin read only` and the given `set local` settings, committed after
+ * (rolled back when `fn` throws). With `prepared`, the opening is one round trip and every statement is prepared.
+ * Statements are queued: the driver runs one at a time anyway, and queuing keeps it from warning.
+ */
+export async function readOnlySession<T>(knex: Knex, prepared: boolean, settings: readonly string[], fn: (session: ReadSession) => Promise<T>): Promise<T> {
+  const client = knex.client as unknown as PooledClient;
+  const connection = await client.acquireConnection();
+  let tail: Promise<unknown> = Promise.resolve();
+  const queued = <R>(run: () => Promise<R>): Promise<R> => {
+    const next = tail.then(run, run);
+    tail = next.catch(() => undefined);
+    return next;
+  };
+  const session: ReadSession = {
+    raw(sql, bindings = []) {
+      const { text, name } = numberedText(sql);
+      const values = [...bindings];
+      return queued(() => query(connection, prepared, name, text, values)) as Promise<{ rows: Record<string, unknown>[] }>;
+    },
+  };
+  try {
+    const opening = ['begin transaction read only', ...settings.map((s) => `set local ${s}`)];
+    if (prepared) await connection.query(opening.join('; '));
+    else for (const statement of opening) await connection.query(statement);
+    let result: T;
+    try {
+      result = await fn(session);
+      await tail;
+    } catch (err) {
+      await tail;
+      await connection.query('rollback').catch(() => undefined);
+      throw err;
+    }
+    await connection.query('commit');
+    return result;
+  } finally {
+    await client.releaseConnection(connection);
+  }
 }

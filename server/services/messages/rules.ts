@@ -35,13 +35,15 @@ export interface AppendRow {
   sender_type: string;
   sender_id: string | null;
   visitor_session_id: string | null;
+  /** A channel's contact: the conversation must be that contact's. */
+  contact_id: string | null;
   content: string;
   type: string;
   private: boolean;
   metadata: Record<string, unknown>;
   client_message_id: string | null;
   /**
-   * Set by the batch: only widget conversations, and no reopening when the organization's webhooks want
+   * Set by the batch: no replies in channel conversations, and no reopening when the organization's webhooks want
    * conversation.updated (that event is written by the transactional path, in the message's transaction).
    */
   batched: boolean;
@@ -56,6 +58,7 @@ export function appendRow(ord: number, sender: Sender, input: MessageInput & { c
     sender_type: storedSenderType(sender),
     sender_id: senderIdOf(sender),
     visitor_session_id: sender.type === 'visitor' ? sender.sessionId : null,
+    contact_id: sender.type === 'contact' ? sender.contactId : null,
     content: input.content,
     type: input.type ?? 'text',
     private: !!input.private,
@@ -86,8 +89,9 @@ export function appendedOf(row: AppendResultRow): Appended {
 // lets inserts that merely reference the row (views, runs) through. The `= any(array(...))` lets the planner find
 // the rows by primary key (it cannot size the recordset). Since no lock is waited for, the time taken just before
 // the statement is the time of the write. The NOT EXISTS reads the statement's snapshot; a retry committed meanwhile
-// is caught by the unique index instead. Batched messages of channel conversations (email, WhatsApp, Telegram) are
-// declined: their replies write a delivery in the transaction, which only the transactional path does.
+// is caught by the unique index instead. Batched replies in channel conversations (email, WhatsApp, Telegram) are
+// declined: they write a delivery in the transaction, which only the transactional path does; a customer's message
+// there writes none and may be batched.
 // A customer's message (sender_type visitor) counts as unread and reopens a resolved conversation; an agent's marks
 // a human joined, and a public one the first reply; public agent and AI messages the first response; the first
 // human reply counts from the escalation (a reply before it is replaced by the first one after it).
@@ -100,7 +104,7 @@ export const APPEND_SQL = `
 with input as (
   select * from jsonb_to_recordset($1::jsonb) as i(
     ord int, organization_id uuid, conversation_id uuid, sender_type text, sender_id uuid, visitor_session_id uuid,
-    content text, type text, private boolean, metadata jsonb, client_message_id text, batched boolean, decline_reopen boolean)
+    contact_id uuid, content text, type text, private boolean, metadata jsonb, client_message_id text, batched boolean, decline_reopen boolean)
 ),
 target as (
   select c.id, i.ord, c.status as previous_status
@@ -108,7 +112,8 @@ target as (
   where c.id = any(array(select conversation_id from input))
     and c.organization_id = i.organization_id and c.status <> 'closed'
     and (i.visitor_session_id is null or c.visitor_session_id = i.visitor_session_id)
-    and (not i.batched or c.channel = 'widget')
+    and (i.contact_id is null or c.contact_id = i.contact_id)
+    and (not i.batched or c.channel = 'widget' or i.sender_type = 'visitor')
     and not (i.decline_reopen and i.sender_type = 'visitor' and c.status = 'resolved')
   order by c.id
   for no key update of c skip locked

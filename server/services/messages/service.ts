@@ -51,9 +51,9 @@ export class MessageService {
     }
     // Most sends are plain appends and go out in a batch with others; the rest (and anything the batch declines)
     // take the transaction below, which makes every decision. Files are written with the message, so those sends
-    // take the transaction too and text sends keep the batch to themselves. A channel's contact also takes the
-    // transaction (channel traffic is light, and its conversations are declined by the batch anyway).
-    const { batched, release } = !isStart(input) && !input.attachments?.length && sender.type !== 'contact' ? await this.batcher.append(sender, input) : { batched: null, release: () => undefined };
+    // take the transaction too and text sends keep the batch to themselves. A channel's contact writing to its open
+    // conversation is batched like a visitor: inbound processing sends many at once.
+    const { batched, release } = !isStart(input) && !input.attachments?.length ? await this.batcher.append(sender, input) : { batched: null, release: () => undefined };
     if (batched) {
       const result = { ...batched, duplicate: false, started: false };
       this.announce(result);
