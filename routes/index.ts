@@ -1,6 +1,6 @@
 // Mounts every REST route under /api/v1 and serves the OpenAPI document generated from the same definitions.
 import { Router } from '@koa/router';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { agentRoutes } from './agent.js';
 import { aiRoutes } from './ai.js';
 import { analyticsRoutes } from './analytics.js';
@@ -34,6 +34,47 @@ const PREFIX = '/api/v1';
 /** The first segment of a path under /api/v1, as routes are grouped (lowercased: routing ignores case). */
 function segmentOf(path: string): string {
   return (path.split('/', 2)[1] ?? '').toLowerCase();
+}
+
+type RouteLayer = Router['stack'][number];
+type LayerContext = Context & { params?: Record<string, string>; captures?: string[]; matched?: RouteLayer[]; router?: Router; routeMatched?: boolean; routerPath?: string; _matchedRoute?: string; _matchedRouteName?: string };
+
+/**
+ * Runs a group router's routes as its own `routes()` middleware would, for the routes this file mounts (plain
+ * paths, one middleware each, no router-level middleware): the router's layers match the path (its regular
+ * expressions, case and trailing slash rules, HEAD for GET), the first layer of the path and method runs with the same
+ * context fields set (`params`, `captures`, `matched`, `_matchedRoute`, ...). Without the router's per-request work:
+ * debug calls per layer tested, a middleware chain and its composition built for each request.
+ */
+function dispatcher(router: Router): Middleware {
+  const layers = router.stack.map((layer) => {
+    const [only, ...more] = layer.stack as unknown as Middleware[];
+    if (!only || more.length) throw new Error(`Route ${layer.path} must have exactly one middleware`);
+    return { layer, path: String(layer.path), run: only };
+  });
+  return (context, next) => {
+    const ctx = context as LayerContext;
+    const path = ctx.path;
+    const method = ctx.method;
+    let matched: RouteLayer[] | undefined;
+    let route: (typeof layers)[number] | undefined;
+    for (const entry of layers) {
+      if (!entry.layer.match(path)) continue;
+      (matched ??= []).push(entry.layer);
+      if (!route && entry.layer.methods.includes(method)) route = entry;
+    }
+    ctx.matched = matched ?? [];
+    ctx.router = router;
+    ctx.routeMatched = route !== undefined;
+    if (!route) return next();
+    const { layer } = route;
+    ctx.captures = layer.captures(path);
+    ctx.params = (ctx.request as Context['request'] & { params?: Record<string, string> }).params = layer.params(path, ctx.captures, ctx.params);
+    ctx.routerPath = route.path;
+    ctx._matchedRoute = route.path;
+    if (layer.name) ctx._matchedRouteName = layer.name;
+    return route.run(ctx, next);
+  };
 }
 
 /**
@@ -81,7 +122,7 @@ export function createApiRouter(services: RouteServices): { routes: Middleware; 
     if (!router) groups.set(segment, (router = new Router({ prefix: PREFIX })));
     return router;
   }, services);
-  const dispatch = new Map([...groups].map(([segment, router]) => [segment, router.routes() as unknown as Middleware]));
+  const dispatch = new Map([...groups].map(([segment, router]) => [segment, dispatcher(router)]));
   const routes: Middleware = (ctx, next) => {
     const path = ctx.path;
     const group = path.startsWith(`${PREFIX}/`) ? dispatch.get(segmentOf(path.slice(PREFIX.length))) : undefined;

@@ -119,10 +119,6 @@ export function defineRoute<
   return def as AnyRoute;
 }
 
-interface BodyState {
-  bodyError?: AppError;
-}
-
 /** A body route without a declared body accepts nothing but an empty object. */
 const EMPTY_BODY: JsonSchema = { type: 'object', additionalProperties: false, properties: {} };
 const BODY_METHODS: Method[] = ['post', 'put', 'patch', 'delete'];
@@ -172,34 +168,29 @@ export class RouteRegistry {
       const validateQuery = queryAjv.compile(def.query ?? { type: 'object', properties: {} });
       const validateParams = def.params ? queryAjv.compile(def.params) : null;
       const rule = def.auth.kind === 'org' ? { role: def.auth.role, scope: requiredScope(def) } : null;
-      const chain: Middleware<RequestState>[] = [];
       const router = routerFor(def.path);
       this.mounted.set(def.operationId, { path: `${router.opts.prefix ?? ''}${def.path}`, validateParams });
 
-      if (hasBody) {
-        // The body is read up front (413 at once: nobody streams megabytes at us), but a wrong Content-Type or
-        // malformed JSON is reported only after authentication, so an anonymous caller always learns 401 first.
-        chain.push(async (ctx, next) => {
-          // ctx.is() is null without a body; any body must be JSON. An empty body (Content-Length: 0, as fetch
-          // sends on a body-less POST such as switch) is no body either.
-          if (ctx.request.length !== 0 && ctx.is() !== null && ctx.is('application/json') === false) {
-            (ctx.state as BodyState).bodyError = new UnsupportedMediaType();
-            return next();
-          }
-          try {
-            await parseJson(ctx as never, async () => undefined);
-          } catch (err) {
-            const mapped = toAppError(err);
-            if (mapped.status === 413) throw mapped;
-            (ctx.state as BodyState).bodyError = mapped;
-          }
-          await next();
-        });
-      }
+      // The body is read up front (413 at once: nobody streams megabytes at us), but a wrong Content-Type or
+      // malformed JSON is reported only after authentication, so an anonymous caller always learns 401 first.
+      const readBody = async (ctx: Context): Promise<AppError | undefined> => {
+        // ctx.is() is null without a body; any body must be JSON. An empty body (Content-Length: 0, as fetch
+        // sends on a body-less POST such as switch) is no body either.
+        if (ctx.request.length !== 0 && ctx.is() !== null && ctx.is('application/json') === false) return new UnsupportedMediaType();
+        try {
+          await parseJson(ctx as never, async () => undefined);
+        } catch (err) {
+          const mapped = toAppError(err);
+          if (mapped.status === 413) throw mapped;
+          return mapped;
+        }
+        return undefined;
+      };
 
-      chain.push(async (ctx) => {
+      // One middleware per route (body, caller, input, handler, answer): the router runs it as the route's only layer.
+      const handle: Middleware<RequestState> = async (ctx) => {
+        const bodyError = hasBody ? await readBody(ctx) : undefined;
         const meta = { ip: ctx.ip, userAgent: ctx.get('user-agent') || null };
-        const bodyError = (ctx.state as BodyState).bodyError;
         const rawBody = hasBody && !bodyError ? (ctx.request as unknown as { body?: unknown }).body : undefined;
 
         if (def.rateLimit) {
@@ -271,9 +262,9 @@ export class RouteRegistry {
         }
         // `data` is always there, so clients never test for it: an answer that carries nothing carries `{}`.
         ctx.body = { success: true, message: result.message, data: result.data === undefined ? {} : result.data, ...(result.pagination ? { pagination: result.pagination } : {}) };
-      });
+      };
 
-      router.register(def.path, [def.method.toUpperCase()], chain as unknown as RouterMiddleware[], { name: def.operationId });
+      router.register(def.path, [def.method.toUpperCase()], [handle] as unknown as RouterMiddleware[], { name: def.operationId });
     }
   }
 

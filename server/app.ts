@@ -1,10 +1,9 @@
-// The Koa application: request id, access log, error mapping, security headers, CORS, then the API router.
+// The Koa application: the request envelope (id, security headers, error mapping, metrics, access log), CORS, then
+// the API router.
 import cors from '@koa/cors';
 import Koa from 'koa';
 import { createApiRouter } from '../routes/index.js';
-import { accessLog } from '../routes/middleware/accessLog.js';
-import { errorMapper } from '../routes/middleware/errors.js';
-import { requestId } from '../routes/middleware/requestId.js';
+import { envelope } from '../routes/middleware/envelope.js';
 import { securityHeaders } from '../routes/middleware/securityHeaders.js';
 import { splitCors } from '../routes/middleware/visitorCors.js';
 import type { RequestState } from '../routes/middleware/state.js';
@@ -20,30 +19,40 @@ export function createApp(services: RouteServices, logger: Logger, metrics?: Met
   const { routes, routers, registry } = createApiRouter(services);
   const allowed = new Set(config.corsOrigins);
 
-  app.use(requestId(logger));
-  if (metrics) app.use(metrics.middleware());
-  app.use(async (ctx, next) => {
-    // While stopping, keep-alive clients are told to reconnect (to another instance) after this response.
-    if (services.readiness.isStopping) ctx.set('Connection', 'close');
-    await next();
-  });
-  app.use(accessLog(logger));
-  app.use(errorMapper({ exposeInternal: config.env === 'development' }));
-  // JSON answers need no sources at all; useDefaults: false keeps Helmet from merging its page-oriented defaults in.
-  app.use(securityHeaders({ contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, crossOriginResourcePolicy: { policy: 'same-site' } }));
   app.use(
-    splitCors(cors({
-      // Only listed origins get CORS headers; '*' allows any origin (without credentials).
-      origin: (ctx) => {
-        const origin = ctx.get('origin');
-        if (allowed.has('*')) return '*';
-        return allowed.has(origin) ? origin : '';
-      },
-      allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-      allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'x-ai-tool-secret'],
-      exposeHeaders: ['X-Request-Id', 'Retry-After'],
-      maxAge: 600,
-    })),
+    envelope({
+      logger,
+      record: metrics?.requestRecorder(),
+      // JSON answers need no sources at all; useDefaults: false keeps Helmet from merging its page-oriented defaults in.
+      headers: securityHeaders({ contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } }, crossOriginResourcePolicy: { policy: 'same-site' } }),
+      isStopping: () => services.readiness.isStopping,
+      exposeInternal: config.env === 'development',
+    }),
+  );
+  const operatorCors = cors({
+    // Only listed origins get CORS headers; '*' allows any origin (without credentials).
+    origin: (ctx) => {
+      const origin = ctx.get('origin');
+      if (allowed.has('*')) return '*';
+      return allowed.has(origin) ? origin : '';
+    },
+    allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'x-ai-tool-secret'],
+    exposeHeaders: ['X-Request-Id', 'Retry-After'],
+    maxAge: 600,
+  });
+  app.use(
+    splitCors(
+      allowed.has('*')
+        ? operatorCors
+        : (ctx, next) => {
+            // Without an Origin (servers, curl, same-origin reads) the CORS layer only adds `Vary: Origin`: done here
+            // directly, without its awaits.
+            if (ctx.req.headers.origin !== undefined) return operatorCors(ctx, next);
+            ctx.vary('Origin');
+            return next();
+          },
+    ),
   );
   app.use(createWebRouter(config).routes());
   if (metrics) app.use(metrics.publicRoute(config.metrics.token, config.metrics.port !== null));

@@ -84,25 +84,29 @@ export class Metrics {
     this.webhookDeliveries.inc({ result });
   }
 
-  /** Koa middleware: times every request and labels it with the route template (never the raw path). */
-  middleware() {
-    // The series of each method, route and status, looked up once: prom-client hashes a label object on every call.
-    const series = new Map<string, { duration: { observe(v: number): void }; requests: { inc(): void } }>();
-    return async (ctx: Context, next: Next) => {
-      const started = performance.now();
-      try {
-        await next();
-      } finally {
-        const route = String((ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched');
-        const key = `${ctx.method} ${ctx.status} ${route}`;
-        let s = series.get(key);
-        if (!s) {
-          const labels = { method: ctx.method, route, status: String(ctx.status) };
-          series.set(key, (s = { duration: this.httpDuration.labels(labels), requests: this.httpRequests.labels(labels) }));
-        }
-        s.duration.observe((performance.now() - started) / 1000);
-        s.requests.inc();
+  /**
+   * Records finished requests (called once per request with the time it started), labelled with the route template,
+   * never the raw path. The series of each route, method and status is looked up once: prom-client hashes a label
+   * object on every lookup, and these maps of plain keys build no string per request.
+   */
+  requestRecorder(): (ctx: Context, startedAt: number) => void {
+    type Series = { duration: { observe(v: number): void }; requests: { inc(): void } };
+    const byRoute = new Map<string, Map<string, Map<number, Series>>>();
+    return (ctx, startedAt) => {
+      const route = (ctx as Context & { _matchedRoute?: unknown })._matchedRoute;
+      const routeKey = typeof route === 'string' ? route : route === undefined || route === null ? 'unmatched' : String(route);
+      const { method, status } = ctx;
+      let byMethod = byRoute.get(routeKey);
+      if (!byMethod) byRoute.set(routeKey, (byMethod = new Map()));
+      let byStatus = byMethod.get(method);
+      if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+      let s = byStatus.get(status);
+      if (!s) {
+        const labels = { method, route: routeKey, status: String(status) };
+        byStatus.set(status, (s = { duration: this.httpDuration.labels(labels), requests: this.httpRequests.labels(labels) }));
       }
+      s.duration.observe((performance.now() - startedAt) / 1000);
+      s.requests.inc();
     };
   }
 

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { signUp } from './helpers/factories.js';
 import { Api, type ApiResponse } from './helpers/http.js';
+import { captureLogs } from './helpers/logs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -95,6 +96,23 @@ describe('HTTP core', () => {
         expect(h.get('x-powered-by')).to.equal(null);
       }
     });
+  });
+
+  it('logs one access line per request: id, method, route template (or path when no route), status and milliseconds', async function () {
+    this.timeout(60_000);
+    const logs = captureLogs('info');
+    const logged = await startTestServer({}, { logger: logs.logger });
+    try {
+      const ok = await fetch(`${logged.baseUrl}/api/v1/health`, { headers: { 'x-request-id': 'access-line-1' } });
+      const missing = await fetch(`${logged.baseUrl}/api/v1/no-such-route`);
+      const lines = logs.matching(30, 'request').filter((l) => l.msg === 'request');
+      expect(lines).to.have.length(2);
+      expect(lines[0]).to.include({ requestId: 'access-line-1', method: 'GET', route: '/api/v1/health', status: ok.status });
+      expect(lines[0]!.ms).to.be.a('number');
+      expect(lines[1]).to.include({ requestId: missing.headers.get('x-request-id'), method: 'GET', route: null, path: '/api/v1/no-such-route', status: 404 });
+    } finally {
+      await logged.stop();
+    }
   });
 
   describe('CORS', () => {

@@ -2,9 +2,9 @@
 // only copies the same headers instead of running Helmet's middleware chain and rebuilding the CSP string.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import helmet, { type HelmetOptions } from 'helmet';
-import type { Middleware } from 'koa';
 
-export function securityHeaders(options: HelmetOptions): Middleware {
+/** A function that gives a response Helmet's headers for `options`. */
+export function securityHeaders(options: HelmetOptions): (res: ServerResponse) => void {
   const set: [string, string | number | readonly string[]][] = [];
   const removed: string[] = [];
   const recorder = {
@@ -19,10 +19,8 @@ export function securityHeaders(options: HelmetOptions): Middleware {
   });
   // Helmet runs its parts synchronously; a version that did not would leave responses without headers.
   if (!done) throw new Error('Helmet did not finish synchronously; its headers cannot be computed once');
-  return async (ctx, next) => {
-    const res = ctx.res;
+  return (res) => {
     for (const name of removed) res.removeHeader(name);
     for (const [name, value] of set) res.setHeader(name, value);
-    await next();
   };
 }
