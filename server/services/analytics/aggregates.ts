@@ -48,7 +48,22 @@ export function bucketValue(b: number): number {
  * time, which for the agents' table or a year of days cost more than the statement itself.
  */
 export function histogramText(value: unknown): number[] {
-  return typeof value === 'string' && value !== '' ? value.split(',').map(Number) : [];
+  if (typeof value !== 'string' || value === '') return [];
+  // Digit by digit: a third of the time of split(',').map(Number), which for the agents' table (800 histograms) counts.
+  const out: number[] = [];
+  let n = 0;
+  let negative = false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c === 44) {
+      out.push(negative ? -n : n);
+      n = 0;
+      negative = false;
+    } else if (c === 45) negative = true;
+    else n = n * 10 + (c - 48);
+  }
+  out.push(negative ? -n : n);
+  return out;
 }
 
 export function fromHistogram(hist: number[], n: number, p: number): number | null {
@@ -144,29 +159,40 @@ export class AggregateQueries {
 
   /**
    * Sums of the period's whole hours, by group, and the conversations they hold (created or first resolved in them),
-   * which decides whether the period is long enough to be answered from them.
+   * which decides whether the period is long enough to be answered from them. One group (the summary) is summed in
+   * SQL; local days (trends) are summed here from the rows themselves: a year is some 400 rows, mostly one per day,
+   * and grouping them in SQL (a hash aggregate of a hundred sums per day) cost ten times parsing them.
    */
   private async hours(orgIds: string[], c: Cover, grouping: Grouping, histograms: 'all' | 'firstResponse'): Promise<{ parts: Map<string, Part>; rows: number }> {
     const kinds = histograms === 'all' ? (['fr', 'hr', 'res'] as const) : (['fr'] as const);
     const rows = this.parts(orgIds, c, grouping, [...SUM_COLUMNS, ...kinds.map((k) => `${k}_hist`)].join(', '));
-    // One sum per bucket (subscripts cost a fifth of unnesting every histogram into rows), only for the histograms the
-    // answer uses, each histogram sent as one text (see histogramText) and the sums as float8 (bigint would arrive as
-    // text too, column by column).
+    // Histograms sent as text (see histogramText) and the sums as float8 (bigint would arrive as text too, column by
+    // column). In SQL, one sum per bucket: subscripts cost a fifth of unnesting every histogram into rows.
     const bucketSums = kinds.map((k) => `array_to_string(array[${Array.from({ length: BUCKETS }, (_, i) => `sum(w * ${k}_hist[${i + 1}])`).join(', ')}], ',', '0') as ${k}_hist`);
-    const result = await this.db.raw(`select g, ${[...SUM_COLUMNS.map((col) => `sum(w * ${col})::float8 as ${col}`), ...bucketSums].join(', ')} from (${rows.sql}) p group by 1`, rows.bindings);
+    const inSql = grouping.kind === 'total';
+    const result = inSql
+      ? await this.db.raw(`select g, 1 as w, ${[...SUM_COLUMNS.map((col) => `sum(w * ${col})::float8 as ${col}`), ...bucketSums].join(', ')} from (${rows.sql}) p group by 1`, rows.bindings)
+      : await this.db.raw(`select g, w, ${[...SUM_COLUMNS.map((col) => `${col}::float8 as ${col}`), ...kinds.map((k) => `array_to_string(${k}_hist, ',', '0') as ${k}_hist`)].join(', ')} from (${rows.sql}) p`, rows.bindings);
     const parts = new Map<string, Part>();
     let conversations = 0;
     for (const r of result.rows) {
-      const p = emptyPart();
-      parts.set(String(r.g), p);
-      Object.assign(p, { started: num(r.started), escalated: num(r.escalated), resolved: num(r.resolved), aiResolved: num(r.ai_resolved), done: num(r.done) });
-      Object.assign(p, { msgVisitor: num(r.msg_visitor), msgAgent: num(r.msg_agent), msgAi: num(r.msg_ai), msgSystem: num(r.msg_system) });
-      p.fr.n = num(r.fr_n); p.fr.sum = num(r.fr_sum);
-      p.hr.n = num(r.hr_n); p.hr.sum = num(r.hr_sum);
-      p.res.n = num(r.res_n); p.res.sum = num(r.res_sum);
-      for (const k of kinds) p[k].hist = histogramText(r[`${k}_hist`]);
+      const g = String(r.g);
+      let p = parts.get(g);
+      if (!p) parts.set(g, (p = emptyPart()));
+      const w = num(r.w);
+      p.started += w * num(r.started); p.escalated += w * num(r.escalated); p.resolved += w * num(r.resolved);
+      p.aiResolved += w * num(r.ai_resolved); p.done += w * num(r.done);
+      p.msgVisitor += w * num(r.msg_visitor); p.msgAgent += w * num(r.msg_agent); p.msgAi += w * num(r.msg_ai); p.msgSystem += w * num(r.msg_system);
+      p.fr.n += w * num(r.fr_n); p.fr.sum += w * num(r.fr_sum);
+      p.hr.n += w * num(r.hr_n); p.hr.sum += w * num(r.hr_sum);
+      p.res.n += w * num(r.res_n); p.res.sum += w * num(r.res_sum);
+      for (const k of kinds) {
+        const hist = histogramText(r[`${k}_hist`]);
+        const into = p[k].hist;
+        for (let i = 0; i < hist.length && i < BUCKETS; i++) into[i]! += w * hist[i]!;
+      }
       // Hours moved between groups count -1 in one and +1 in the other: the groups' sum is the period's.
-      conversations += p.started + p.resolved;
+      conversations += w * (num(r.started) + num(r.resolved));
     }
     return { parts, rows: conversations };
   }
