@@ -163,19 +163,30 @@ export class AggregateQueries {
    * SQL; local days (trends) are summed here from the rows themselves: a year is some 400 rows, mostly one per day,
    * and grouping them in SQL (a hash aggregate of a hundred sums per day) cost ten times parsing them.
    */
-  private async hours(orgIds: string[], c: Cover, grouping: Grouping, histograms: 'all' | 'firstResponse'): Promise<{ parts: Map<string, Part>; rows: number }> {
+  private async hours(orgIds: string[], c: Cover, grouping: Grouping, histograms: 'all' | 'firstResponse', edges: { sql: string; bindings: unknown[] }): Promise<{ parts: Map<string, Part>; rows: number; edges: Edges }> {
     const kinds = histograms === 'all' ? (['fr', 'hr', 'res'] as const) : (['fr'] as const);
     const rows = this.parts(orgIds, c, grouping, [...SUM_COLUMNS, ...kinds.map((k) => `${k}_hist`)].join(', '));
     // Histograms sent as text (see histogramText) and the sums as float8 (bigint would arrive as text too, column by
     // column). In SQL, one sum per bucket: subscripts cost a fifth of unnesting every histogram into rows.
     const bucketSums = kinds.map((k) => `array_to_string(array[${Array.from({ length: BUCKETS }, (_, i) => `sum(w * ${k}_hist[${i + 1}])`).join(', ')}], ',', '0') as ${k}_hist`);
     const inSql = grouping.kind === 'total';
-    const result = inSql
-      ? await this.db.raw(`select g, 1 as w, ${[...SUM_COLUMNS.map((col) => `sum(w * ${col})::float8 as ${col}`), ...bucketSums].join(', ')} from (${rows.sql}) p group by 1`, rows.bindings)
-      : await this.db.raw(`select g, w, ${[...SUM_COLUMNS.map((col) => `${col}::float8 as ${col}`), ...kinds.map((k) => `array_to_string(${k}_hist, ',', '0') as ${k}_hist`)].join(', ')} from (${rows.sql}) p`, rows.bindings);
+    const whole = inSql
+      ? `select g, 1 as w, ${[...SUM_COLUMNS.map((col) => `sum(w * ${col})::float8 as ${col}`), ...bucketSums].join(', ')}, null::json as edges from (${rows.sql}) p group by 1`
+      : `select g, w, ${[...SUM_COLUMNS.map((col) => `${col}::float8 as ${col}`), ...kinds.map((k) => `array_to_string(${k}_hist, ',', '0') as ${k}_hist`)].join(', ')}, null::json as edges from (${rows.sql}) p`;
+    // The edges ride along as one more row: one round trip for the answer, which on a busy machine costs as much as a
+    // statement (when the whole hours turn out to hold too few conversations, the edges were read for nothing, cheaply).
+    const result = await this.db.raw(
+      `${whole} union all select null, 0, ${[...SUM_COLUMNS.map(() => 'null::float8'), ...kinds.map(() => 'null::text')].join(', ')}, (${edges.sql})`,
+      [...rows.bindings, ...edges.bindings],
+    );
     const parts = new Map<string, Part>();
     let conversations = 0;
+    let edgeRow: Record<string, unknown> | null = null;
     for (const r of result.rows) {
+      if (r.edges !== null) {
+        edgeRow = r.edges as Record<string, unknown>;
+        continue;
+      }
       const g = String(r.g);
       let p = parts.get(g);
       if (!p) parts.set(g, (p = emptyPart()));
@@ -194,44 +205,31 @@ export class AggregateQueries {
       // Hours moved between groups count -1 in one and +1 in the other: the groups' sum is the period's.
       conversations += w * (num(r.started) + num(r.resolved));
     }
-    return { parts, rows: conversations };
+    return { parts, rows: conversations, edges: readEdges(edgeRow!) };
   }
 
   /**
-   * In one statement: the figures of the partial first and last hours of the period (two rows, `i` 1 and 2; an empty
-   * window gives zeros), read from the conversations and minute counts themselves, and on each row the conversations
-   * open at `openAt` and `tickets` (one row of columns the caller names).
+   * One json value: the figures of the partial first and last hours of the period (`edges`, two rows, `i` 1 and 2; an
+   * empty window gives zeros), read from the conversations and minute counts themselves, the conversations open at
+   * `openAt` (`open`) and `tickets` (one row of columns the caller names).
    */
-  private async edgesAnd(orgIds: string[], windows: [Window, Window], openAt: Date, tickets: { sql: string; bindings: unknown[] }): Promise<{ edges: [Part, Part]; open: number; tickets: Record<string, unknown> }> {
+  private edgesSql(orgIds: string[], windows: [Window, Window], openAt: Date, tickets: { sql: string; bindings: unknown[] }): { sql: string; bindings: unknown[] } {
     const orgs = orgArray(orgIds);
     const kinds = ['visitor', 'agent', 'ai', 'system'];
     const open = this.openAtSql(orgs, openAt);
-    const result = await this.db.raw(
-      `select w.i, s.*, r.*, d.done, ${kinds.map((k) => `m.msg_${k}`).join(', ')}, o.open, t.*
-       from (values (1, ?::timestamptz, ?::timestamptz), (2, ?::timestamptz, ?::timestamptz)) w(i, f, t)
-         cross join lateral (${startedFigures('organization_id = any(?::uuid[]) and created_at >= w.f and created_at < w.t', true)}) s
-         cross join lateral (${resolvedFigures('organization_id = any(?::uuid[]) and first_resolved_at >= w.f and first_resolved_at < w.t', true)}) r
-         cross join lateral (select count(*)::int as done from conversations where organization_id = any(?::uuid[]) and done_at >= w.f and done_at < w.t) d
-         cross join lateral (select ${kinds.map((k) => `coalesce(sum(count) filter (where sender_type = '${k}'), 0)::int as msg_${k}`).join(', ')}
-           from message_rollups where organization_id = any(?::uuid[]) and bucket >= w.f and bucket < w.t) m
-         cross join (${open.sql}) o
-         cross join (${tickets.sql}) t
-       order by w.i`,
-      [windows[0].from, windows[0].to, windows[1].from, windows[1].to, orgs, orgs, orgs, orgs, ...open.bindings, ...tickets.bindings],
-    );
-    const msg = (row: Record<string, unknown>, kind: string) => num(row[`msg_${kind}`]);
-    const dist = (n: unknown, sum: unknown, buckets: unknown): Dist => {
-      const hist = new Array<number>(BUCKETS).fill(0);
-      for (const b of (buckets as number[] | null) ?? []) hist[num(b)]! += 1;
-      return { n: num(n), sum: num(sum), hist };
+    return {
+      sql: `select json_build_object('edges', (
+         select json_agg(e order by e.i) from (
+           select w.i, s.*, r.*, d.done, ${kinds.map((k) => `m.msg_${k}`).join(', ')}
+           from (values (1, ?::timestamptz, ?::timestamptz), (2, ?::timestamptz, ?::timestamptz)) w(i, f, t)
+             cross join lateral (${startedFigures('organization_id = any(?::uuid[]) and created_at >= w.f and created_at < w.t', true)}) s
+             cross join lateral (${resolvedFigures('organization_id = any(?::uuid[]) and first_resolved_at >= w.f and first_resolved_at < w.t', true)}) r
+             cross join lateral (select count(*)::int as done from conversations where organization_id = any(?::uuid[]) and done_at >= w.f and done_at < w.t) d
+             cross join lateral (select ${kinds.map((k) => `coalesce(sum(count) filter (where sender_type = '${k}'), 0)::int as msg_${k}`).join(', ')}
+               from message_rollups where organization_id = any(?::uuid[]) and bucket >= w.f and bucket < w.t) m
+         ) e), 'open', (${open.sql}), 'tickets', (select row_to_json(t) from (${tickets.sql}) t))`,
+      bindings: [windows[0].from, windows[0].to, windows[1].from, windows[1].to, orgs, orgs, orgs, orgs, ...open.bindings, ...tickets.bindings],
     };
-    const part = (row: Record<string, unknown>): Part => ({
-      started: num(row.started), escalated: num(row.escalated), resolved: num(row.resolved), aiResolved: num(row.ai_resolved), done: num(row.done),
-      fr: dist(row.fr_n, row.fr_sum, row.fr_hist), hr: dist(row.hr_n, row.hr_sum, row.hr_hist), res: dist(row.res_n, row.res_sum, row.res_hist),
-      msgVisitor: msg(row, 'visitor'), msgAgent: msg(row, 'agent'), msgAi: msg(row, 'ai'), msgSystem: msg(row, 'system'),
-    });
-    const [first, last] = result.rows as [Record<string, unknown>, Record<string, unknown>];
-    return { edges: [part(first), part(last)], open: num(first.open), tickets: first };
   }
 
   /**
@@ -258,9 +256,10 @@ export class AggregateQueries {
   /** The period's summary, or null when its whole hours hold at most `exactRows` conversations (cheap to read exactly). */
   async summary(orgIds: string[], range: AnalyticsRange, hours: Cover, exactRows: number): Promise<SummaryFigures | null> {
     const noFilter: Filters = { channel: null, agentId: null };
-    const whole = await this.hours(orgIds, hours, { kind: 'total' }, 'all');
+    const edges = this.edgesSql(orgIds, this.windows(range, hours), range.to, this.exact.ticketCountsSql(orgArray(orgIds), range, noFilter));
+    const whole = await this.hours(orgIds, hours, { kind: 'total' }, 'all', edges);
     if (whole.rows <= exactRows) return null;
-    const more = await this.edgesAnd(orgIds, this.windows(range, hours), range.to, this.exact.ticketCountsSql(orgArray(orgIds), range, noFilter));
+    const more = whole.edges;
     const total = emptyPart();
     for (const p of [...whole.parts.values(), ...more.edges]) addPart(total, p);
     const messages = { visitor: total.msgVisitor, agent: total.msgAgent, ai: total.msgAi, system: total.msgSystem };
@@ -281,10 +280,11 @@ export class AggregateQueries {
   async trends(orgIds: string[], range: AnalyticsRange, hours: Cover, exactRows: number): Promise<DayFigures[] | null> {
     const tz = range.timezone;
     const noFilter: Filters = { channel: null, agentId: null };
-    const whole = await this.hours(orgIds, hours, { kind: 'localDay', timezone: tz }, 'firstResponse');
-    if (whole.rows <= exactRows) return null;
     const windows = this.windows(range, hours);
-    const more = await this.edgesAnd(orgIds, windows, range.from, this.exact.ticketDaysSql(orgArray(orgIds), range, noFilter));
+    const edges = this.edgesSql(orgIds, windows, range.from, this.exact.ticketDaysSql(orgArray(orgIds), range, noFilter));
+    const whole = await this.hours(orgIds, hours, { kind: 'localDay', timezone: tz }, 'firstResponse', edges);
+    if (whole.rows <= exactRows) return null;
+    const more = whole.edges;
     // Local dates in the process, not in SQL: three round trips fewer.
     const localDate = (at: Date) => dateFormat(tz).format(at);
     const days: string[] = [];
@@ -327,6 +327,24 @@ function dateFormat(timeZone: string): Intl.DateTimeFormat {
     dateFormats.set(timeZone, format);
   }
   return format;
+}
+
+/** The partial first and last hours, the open count and the ticket columns (see edgesSql). */
+interface Edges { edges: [Part, Part]; open: number; tickets: Record<string, unknown> }
+
+function readEdges(value: Record<string, unknown>): Edges {
+  const dist = (n: unknown, sum: unknown, buckets: unknown): Dist => {
+    const hist = new Array<number>(BUCKETS).fill(0);
+    for (const b of (buckets as number[] | null) ?? []) hist[num(b)]! += 1;
+    return { n: num(n), sum: num(sum), hist };
+  };
+  const part = (row: Record<string, unknown>): Part => ({
+    started: num(row.started), escalated: num(row.escalated), resolved: num(row.resolved), aiResolved: num(row.ai_resolved), done: num(row.done),
+    fr: dist(row.fr_n, row.fr_sum, row.fr_hist), hr: dist(row.hr_n, row.hr_sum, row.hr_hist), res: dist(row.res_n, row.res_sum, row.res_hist),
+    msgVisitor: num(row.msg_visitor), msgAgent: num(row.msg_agent), msgAi: num(row.msg_ai), msgSystem: num(row.msg_system),
+  });
+  const [first, last] = value.edges as [Record<string, unknown>, Record<string, unknown>];
+  return { edges: [part(first), part(last)], open: num(value.open), tickets: (value.tickets as Record<string, unknown> | null) ?? {} };
 }
 
 /** A partial hour at an end of the period: [from, to), empty when they are equal. */
