@@ -222,16 +222,32 @@ describe('Analytics from the daily and per-agent aggregates', function () {
     // The owner handled nothing: no median, sorted last.
     expect(all.find((a) => a.userId === expected.medianResolution!.at(-1))!.medianResolution).to.equal(null);
     for (const [sort, ids] of Object.entries(expected)) {
-      expect((await read(false, `&limit=100&sort=${sort}`)).ids, sort).to.deep.equal(ids);
+      const whole = await read(false, `&limit=100&sort=${sort}`);
+      expect(whole.ids, sort).to.deep.equal(ids);
       // Counts are exact on both paths, so their orders agree.
       if (['assigned', 'resolved', 'open'].includes(sort)) expect((await read(true, `&limit=100&sort=${sort}`)).ids, `${sort}, exactly`).to.deep.equal(ids);
       const page = await read(false, `&limit=2&offset=1&sort=${sort}`);
       expect(page.ids, `${sort} page`).to.deep.equal(ids.slice(1, 3));
+      // A page's rows are the whole table's, medians included.
+      expect(page.rows, `${sort} page rows`).to.deep.equal(whole.rows.slice(1, 3));
       expect(page.total, `${sort} total`).to.equal(5);
     }
     const past = await read(false, '&limit=2&offset=10');
     expect(past.ids).to.deep.equal([]);
     expect(past.total).to.equal(5);
+  });
+
+  it("agents from the totals: a conversation just after the period, changed since the job's last run, counts for nobody", async () => {
+    const { server } = sharedServer();
+    const [from, to] = periods[0];
+    // The period ends at 16:40: the rest of that UTC day is the shorter side, taken off the day's totals. One of its
+    // conversations changes hands, and the job has not run since: the totals still credit the old assignee.
+    const x = rows.findIndex((r) => r.assigned_to !== null && r.created_at.getTime() >= Date.parse(to) && r.created_at.getTime() < Date.parse('2026-04-10T00:00:00Z'));
+    expect(x).to.be.at.least(0);
+    const other = agents.find((m) => m.userId !== rows[x]!.assigned_to)!.userId;
+    await server.db.knex('conversations').where('id', ids[x]!).update({ assigned_to: other, updated_at: new Date() });
+    rows[x]!.assigned_to = other;
+    await expectAgentsAgree(new Date(Date.parse(from) + 20).toISOString(), to, 'a change after the period');
   });
 
   it("keeps the agents' totals current: a reassignment, a resolution and a late first reply count after the next rollup run", async () => {

@@ -19,7 +19,7 @@ export interface RollupResult {
  * Every run therefore recounts whole buckets from this far before the watermark; a count is replaced, never added
  * to, which makes a run idempotent.
  */
-const RECOUNT_WINDOW = '5 minutes';
+export const RECOUNT_WINDOW = '5 minutes';
 const RECOUNT_WINDOW_MS = 5 * 60_000;
 
 export class MessageRollup {
