@@ -202,6 +202,12 @@ describe('Channels: Telegram and WhatsApp', function () {
       expect(stored.map((e) => e.status)).to.deep.equal(Array(7).fill('processed'));
       const conversations = await test.server.db.knex('conversations').where({ channelId, channelAddress: '4915122222222' });
       expect(conversations).to.have.length(1);
+      // The events stored together are processed by one job.
+      const first = stored.find((e) => e.providerId === 'wamid.TOGETHER-0')!;
+      const jobs = await test.server.db.knex('jobs').whereRaw(`payload->'eventIds' @> ?::jsonb`, [JSON.stringify([first.id])]);
+      expect(jobs).to.have.length(1);
+      expect(jobs[0].status).to.equal('done');
+      expect(new Set(jobs[0].payload.eventIds)).to.deep.equal(new Set(stored.filter((e) => /-[0-4]$/.test(e.providerId)).map((e) => e.id)));
     });
 
     it('processes the messages of one webhook together, in batches: one conversation per new customer, in order, each once', async () => {

@@ -34,11 +34,17 @@ interface Turn {
   done: () => void;
 }
 
+/** A job's claim, marked done with the outcome of its one event. */
+interface Claim {
+  id: string;
+  attempt: number;
+}
+
 interface Outcome {
   id: string;
-  /** The claim of the event's job, marked done by the same statement. */
-  jobId: string;
-  attempt: number;
+  /** The claim of the event's job when the job holds this event alone, marked done by the same statement. */
+  jobId: string | null;
+  attempt: number | null;
   status: InboundEventRow['status'];
   error: string | null;
   conversationId: string | null;
@@ -126,27 +132,40 @@ export class InboundProcessor {
 
   constructor(private readonly deps: { knex: Knex; contacts: ContactService; messages: MessageService; tickets: TicketService; deliveries: DeliveryUpdates; media: InboundMediaStore }) {}
 
-  /** Processes the job's event; its outcome is written with the job's own (JOB_FINISHED), an event already done leaves that to the queue. */
+  /**
+   * Processes the job's events. A job of one event writes its outcome with the job's own (JOB_FINISHED); a job of
+   * several ends once each of its events is processed (or failed: it runs again, and the events already processed
+   * are skipped).
+   */
   async handle(job: Job<InboundJob>): Promise<void | typeof JOB_FINISHED> {
-    const loaded = await this.loadEvent(job.payload.eventId);
-    if (!loaded) return;
+    const ids = job.payload.eventIds ?? (job.payload.eventId ? [job.payload.eventId] : []);
+    if (ids.length === 1) return (await this.handleEvent(ids[0]!, { id: job.id, attempt: job.attempt })) ? JOB_FINISHED : undefined;
+    const settled = await Promise.allSettled(ids.map((id) => this.handleEvent(id, null)));
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  /** Whether the event's outcome was written (with its claim's, when given). */
+  private async handleEvent(eventId: string, claim: Claim | null): Promise<boolean> {
+    const loaded = await this.loadEvent(eventId);
+    if (!loaded) return false;
     const { event, channel, turn } = loaded;
     if (!turn) {
-      if (event.status !== 'pending') return;
-      await (channel ? this.process(job, event, channel) : this.finish(job, event, 'ignored', { error: 'channel removed' }));
-      return JOB_FINISHED;
+      if (event.status !== 'pending') return false;
+      await (channel ? this.process(claim, event, channel) : this.finish(claim, event, 'ignored', { error: 'channel removed' }));
+      return true;
     }
     // One sender's messages one after another: the second must see the conversation the first one opened.
     try {
       await turn.ready;
-      await this.process(job, event, channel!);
-      return JOB_FINISHED;
+      await this.process(claim, event, channel!);
+      return true;
     } finally {
       turn.done();
     }
   }
 
-  private async process(job: Job<InboundJob>, event: InboundEventRow, channel: ChannelRow): Promise<void> {
+  private async process(job: Claim | null, event: InboundEventRow, channel: ChannelRow): Promise<void> {
     const mail = event.payload as InboundMessage;
     // The common case: a known sender's text to its open conversation, answering nothing. It takes no transaction
     // and no slow lane: its lookups and its message are batched with the other events'.
@@ -157,7 +176,7 @@ export class InboundProcessor {
   }
 
   /** New senders, files, mail answering a ticket or a conversation, statuses: transactions, a few at a time. */
-  private async processSlowly(job: Job<InboundJob>, event: InboundEventRow, channel: ChannelRow, known: SenderLookup | null): Promise<void> {
+  private async processSlowly(job: Claim | null, event: InboundEventRow, channel: ChannelRow, known: SenderLookup | null): Promise<void> {
     if (event.payload.kind === 'status') {
       await this.deps.deliveries.providerStatus(channel, event.payload as InboundStatus);
       return this.finish(job, event, 'processed', {});
@@ -235,8 +254,8 @@ export class InboundProcessor {
     }
   }
 
-  private finish(job: Job<InboundJob>, event: InboundEventRow, status: InboundEventRow['status'], e: { error?: string; conversationId?: string; ticketId?: string }): Promise<void> {
-    return this.record({ id: event.id, jobId: job.id, attempt: job.attempt, status, error: e.error ?? null, conversationId: e.conversationId ?? null, ticketId: e.ticketId ?? null });
+  private finish(job: Claim | null, event: InboundEventRow, status: InboundEventRow['status'], e: { error?: string; conversationId?: string; ticketId?: string }): Promise<void> {
+    return this.record({ id: event.id, jobId: job?.id ?? null, attempt: job?.attempt ?? null, status, error: e.error ?? null, conversationId: e.conversationId ?? null, ticketId: e.ticketId ?? null });
   }
 }
 
