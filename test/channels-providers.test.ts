@@ -10,7 +10,7 @@ import { connectOk, nextEvent, type ClientSocket } from './helpers/sockets.js';
 import { ok } from './helpers/tickets.js';
 import { inboundEvents, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
 import { fakeProvider } from './helpers/providers.js';
-import { DELIVERY_QUEUE } from '../server/services/channels/index.js';
+import { DELIVERY_QUEUE, INBOUND_QUEUE } from '../server/services/channels/index.js';
 import { whatsappEvents } from '../server/services/channels/providers/whatsapp.js';
 
 describe('Channels: Telegram and WhatsApp', function () {
@@ -208,6 +208,11 @@ describe('Channels: Telegram and WhatsApp', function () {
       expect(jobs).to.have.length(1);
       expect(jobs[0].status).to.equal('done');
       expect(new Set(jobs[0].payload.eventIds)).to.deep.equal(new Set(stored.filter((e) => /-[0-4]$/.test(e.providerId)).map((e) => e.id)));
+      // A job of the earlier shape, one event by `eventId`, is still processed.
+      const [legacy] = await test.server.db.knex('inbound_events').insert({ organizationId: channel.organizationId, channelId, providerId: 'wamid.TOGETHER-legacy', kind: 'message', payload: JSON.stringify(events(8)[0]!.payload) }).returning('id');
+      await test.server.jobs.enqueue(INBOUND_QUEUE, { eventId: legacy.id }, { organizationId: channel.organizationId });
+      await quiesce(test.server);
+      expect(await test.server.db.knex('inbound_events').where({ id: legacy.id }).first()).to.include({ status: 'processed', conversationId: conversations[0].id });
     });
 
     it('processes the messages of one webhook together, in batches: one conversation per new customer, in order, each once', async () => {

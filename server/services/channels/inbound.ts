@@ -1,5 +1,5 @@
 // What providers deliver: checked (channel, signature over the raw bytes, rate) before anything is parsed or stored,
-// then stored once per provider message id with its processing job in one transaction; the 200 follows the commit.
+// then stored once per provider message id, with the job that processes it, by one statement; the 200 follows the commit.
 // Webhooks arriving together are stored together: one statement and one commit for all of them.
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
