@@ -3,8 +3,8 @@
 // the one send path, so agents hear `new_message` as for widget chats. WhatsApp statuses update deliveries.
 // Events claimed together are processed together: their rows, their channels, their senders' contacts and open
 // conversations are each read by one statement for all of them, their messages are written by the message path's
-// batch, and their outcomes recorded, with their jobs marked done, by one statement. Events of one sender run one after another, so a burst from a
-// new customer opens one conversation, in the order the events arrived.
+// batch, and their outcomes recorded (a one-event job's end with them) by one statement. Events of one sender run
+// one after another, so a burst from a new customer opens one conversation, in the order the events arrived.
 import type { Knex } from 'knex';
 import type { Conversation } from '../../../db/models/Conversation.js';
 import type { Ticket } from '../../../db/models/Ticket.js';
