@@ -10,7 +10,8 @@ import { connectOk, nextEvent, type ClientSocket } from './helpers/sockets.js';
 import { ok } from './helpers/tickets.js';
 import { inboundEvents, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
 import { fakeProvider } from './helpers/providers.js';
-import { DELIVERY_QUEUE } from '../server/services/channels/index.js';
+import { DELIVERY_QUEUE, INBOUND_QUEUE } from '../server/services/channels/index.js';
+import { whatsappEvents } from '../server/services/channels/providers/whatsapp.js';
 
 describe('Channels: Telegram and WhatsApp', function () {
   this.timeout(120_000);
@@ -173,6 +174,45 @@ describe('Channels: Telegram and WhatsApp', function () {
       expect(event!.status).to.equal('processed');
       const conversation = await test.server.db.knex('conversations').where({ id: event!.conversationId }).first();
       expect(conversation).to.include({ channel: 'whatsapp', channelAddress: '4915112345678' });
+    });
+
+    it('stores webhooks arriving together in one statement, each answered for its own events; a bad one fails alone', async () => {
+      const { inbound, provisioning } = test.server.services.channels;
+      const channel = (await provisioning.byId(channelId))!;
+      const events = (n: number) => whatsappEvents(JSON.parse(webhook({ messaging_product: 'whatsapp', messages: [{ id: `wamid.TOGETHER-${n}`, from: '4915122222222', type: 'text', text: { body: `t${n}` } }] })));
+      const inserts: string[] = [];
+      const count = (q: { sql: string }) => void (/insert into "inbound_events"/.test(q.sql) && inserts.push(q.sql));
+      test.server.db.knex.on('query', count);
+      try {
+        // Webhooks of one turn, two of them the same event (a redelivery racing the first delivery).
+        const answers = await Promise.all([0, 1, 2, 3, 4, 2].map((n) => inbound.store(channel, events(n))));
+        expect(answers).to.deep.equal([...Array(5).fill({ stored: 1, duplicates: 0 }), { stored: 0, duplicates: 1 }]);
+        expect(inserts).to.have.length(1);
+        // A webhook whose rows cannot be stored (its channel is gone) fails on its own; the others of its batch are stored.
+        inserts.length = 0;
+        const settled = await Promise.allSettled([5, 6, 7].map((n) => inbound.store(n === 6 ? { ...channel, id: randomUUID() } : channel, events(n))));
+        expect(settled.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+        expect(inserts.length).to.be.above(1);
+      } finally {
+        test.server.db.knex.off('query', count);
+      }
+      await quiesce(test.server);
+      const stored = (await inboundEvents(test.server, channelId)).filter((e) => e.providerId.startsWith('wamid.TOGETHER-'));
+      expect(stored.map((e) => e.providerId).sort()).to.deep.equal([0, 1, 2, 3, 4, 5, 7].map((n) => `wamid.TOGETHER-${n}`));
+      expect(stored.map((e) => e.status)).to.deep.equal(Array(7).fill('processed'));
+      const conversations = await test.server.db.knex('conversations').where({ channelId, channelAddress: '4915122222222' });
+      expect(conversations).to.have.length(1);
+      // The events stored together are processed by one job.
+      const first = stored.find((e) => e.providerId === 'wamid.TOGETHER-0')!;
+      const jobs = await test.server.db.knex('jobs').whereRaw(`payload->'eventIds' @> ?::jsonb`, [JSON.stringify([first.id])]);
+      expect(jobs).to.have.length(1);
+      expect(jobs[0].status).to.equal('done');
+      expect(new Set(jobs[0].payload.eventIds)).to.deep.equal(new Set(stored.filter((e) => /-[0-4]$/.test(e.providerId)).map((e) => e.id)));
+      // A job of the earlier shape, one event by `eventId`, is still processed.
+      const [legacy] = await test.server.db.knex('inbound_events').insert({ organizationId: channel.organizationId, channelId, providerId: 'wamid.TOGETHER-legacy', kind: 'message', payload: JSON.stringify(events(8)[0]!.payload) }).returning('id');
+      await test.server.jobs.enqueue(INBOUND_QUEUE, { eventId: legacy.id }, { organizationId: channel.organizationId });
+      await quiesce(test.server);
+      expect(await test.server.db.knex('inbound_events').where({ id: legacy.id }).first()).to.include({ status: 'processed', conversationId: conversations[0].id });
     });
 
     it('processes the messages of one webhook together, in batches: one conversation per new customer, in order, each once', async () => {

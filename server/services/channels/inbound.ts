@@ -1,9 +1,12 @@
 // What providers deliver: checked (channel, signature over the raw bytes, rate) before anything is parsed or stored,
-// then stored once per provider message id with its processing job in one transaction; the 200 follows the commit.
+// then stored once per provider message id, with the job that processes it, by one statement; the 200 follows the commit.
+// Webhooks arriving together are stored together: one statement and one commit for all of them.
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { Forbidden, NotFound, RateLimited, Unauthorized, ValidationFailed } from '../../errors.js';
 import type { JobQueue } from '../../jobs/index.js';
+import { tickBatch } from '../../jobs/tickBatch.js';
 import { safeEqualText, verifyHubSignature, verifyInboundSignature } from './crypto.js';
 import type { ChannelProvisioning } from './provisioning.js';
 import { mailFromJson, mailFromMime, type InboundJsonMail } from './providers/email.js';
@@ -14,14 +17,26 @@ import type { ChannelRow, ChannelSecrets, ChannelType, EmailSecrets, InboundPayl
 export const INBOUND_QUEUE = 'channel-inbound';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** The events one job processes: those of one organization stored by one statement (`eventId`: one event, as jobs written before were). */
 export interface InboundJob {
-  eventId: string;
+  eventIds?: string[];
+  eventId?: string;
 }
 
 export interface StoredInbound {
   stored: number;
   duplicates: number;
 }
+
+/** One webhook's rows to store, each with the id it gets when it is new. */
+type EventRows = { id: string; organizationId: string; channelId: string; providerId: string; kind: string; payload: string }[];
+
+/** Statements storing webhooks at once: the webhooks that arrive meanwhile wait and go together in the next one. */
+const STORE_IN_FLIGHT = 4;
+/** Webhooks stored by one statement at most. */
+const STORE_BATCH = 100;
+/** Stored events are claimed this much later at most, with the others stored meanwhile: one claim for a burst. */
+const WAKE_WITHIN_MS = 20;
 
 function parseJson<T>(raw: Buffer): T {
   try {
@@ -33,6 +48,15 @@ function parseJson<T>(raw: Buffer): T {
 
 export class ChannelInbound {
   private readonly limiter: RateLimiterMemory;
+
+  /**
+   * Group commit: the webhooks of one turn, and those that arrive while STORE_IN_FLIGHT such statements run, are
+   * stored by one statement, so under load a commit (and its WAL flush) carries many events, and each webhook still
+   * answers only after its own rows committed. Answers, per webhook, the ids of its rows that were new (or the error
+   * of its own rows, when a batch failed).
+   */
+  private readonly storeTogether = tickBatch((webhooks: EventRows[]) => this.storeAll(webhooks), { inFlight: STORE_IN_FLIGHT, max: STORE_BATCH });
+  private wakeTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: { knex: Knex; jobs: JobQueue; provisioning: ChannelProvisioning; perChannelPerMinute: number }) {
     // Per instance: a provider's burst at one channel cannot crowd out the others on this instance.
@@ -104,15 +128,70 @@ export class ChannelInbound {
 
   /**
    * Each event once per (channel, provider id): a provider's redelivery is a no-op that still answers 200. The
-   * events and their processing jobs go in one statement (one round trip, atomic), so the 200 waits for nothing else.
+   * events and their processing jobs go in one statement (one round trip, atomic), shared with the other webhooks
+   * arriving meanwhile, so the 200 waits for nothing else.
    */
   async store(channel: ChannelRow, events: { providerId: string; payload: InboundPayload }[]): Promise<StoredInbound> {
     if (events.length === 0) return { stored: 0, duplicates: 0 };
     // One row per provider id even within a single call (a webhook listing the same status twice).
     const unique = [...new Map(events.map((e) => [e.providerId.slice(0, 998), e])).entries()];
-    const rows = unique.map(([providerId, e]) => ({ organizationId: channel.organizationId, channelId: channel.id, providerId, kind: e.payload.kind, payload: JSON.stringify(e.payload) }));
-    // Processed within 20 ms, with the other webhooks of those 20 ms: one claim and one batch for a burst.
-    const stored = (await this.deps.jobs.insertWithJobs('inbound_events', rows, ['channel_id', 'provider_id'], INBOUND_QUEUE, 'eventId', 20)).length;
-    return { stored, duplicates: events.length - stored };
+    const rows = unique.map(([providerId, e]) => ({ id: randomUUID(), organizationId: channel.organizationId, channelId: channel.id, providerId, kind: e.payload.kind, payload: JSON.stringify(e.payload) }));
+    const inserted = await this.storeTogether(rows);
+    if (inserted instanceof Error) throw inserted;
+    return { stored: inserted.length, duplicates: events.length - inserted.length };
+  }
+
+  /**
+   * Stores the rows of several webhooks in one statement. An event that two of them carry (a provider's redelivery
+   * racing the first delivery) belongs to the first; the other finds it stored. When the statement fails, each
+   * webhook is stored on its own, so a bad one fails alone.
+   */
+  private async storeAll(webhooks: EventRows[]): Promise<(string[] | Error)[]> {
+    const owners = new Map<string, string>();
+    const rows: EventRows = [];
+    for (const webhook of webhooks) {
+      for (const row of webhook) {
+        const key = `${row.channelId}\n${row.providerId}`;
+        if (owners.has(key)) continue;
+        owners.set(key, row.id);
+        rows.push(row);
+      }
+    }
+    try {
+      const inserted = new Set(await this.insertWithJobs(rows));
+      if (inserted.size > 0) this.wakeSoon();
+      return webhooks.map((webhook) => webhook.filter((row) => inserted.has(row.id)).map((row) => row.id));
+    } catch (err) {
+      if (webhooks.length === 1) return [err instanceof Error ? err : new Error(String(err))];
+      return Promise.all(webhooks.map(async (webhook) => (await this.storeAll([webhook]))[0]!));
+    }
+  }
+
+  /**
+   * The new rows and, in the same statement, one processing job per organization for those of its rows that were
+   * new (a row already stored gets none): rows and jobs commit together. A job per statement rather than per event,
+   * since the events stored together are processed together anyway; answers the ids of the new rows.
+   */
+  private async insertWithJobs(rows: EventRows): Promise<string[]> {
+    const { knex } = this.deps;
+    const insert = knex('inbound_events').insert(rows).onConflict(['channel_id', 'provider_id']).ignore().returning(['id', 'organizationId']).toSQL();
+    const result = await knex.raw(
+      `with inserted as (${insert.sql}), queued as (
+         insert into jobs (queue, payload, organization_id)
+         select ?, jsonb_build_object('eventIds', jsonb_agg(inserted.id)), inserted.organization_id from inserted group by inserted.organization_id
+       )
+       select id from inserted`,
+      [...insert.bindings, INBOUND_QUEUE],
+    );
+    return ((result.rows ?? result) as { id: string }[]).map((r) => r.id);
+  }
+
+  private wakeSoon(): void {
+    if (this.wakeTimer) return;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = null;
+      this.deps.jobs.wake(INBOUND_QUEUE);
+    }, WAKE_WITHIN_MS);
+    this.wakeTimer.unref();
   }
 }

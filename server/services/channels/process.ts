@@ -3,12 +3,12 @@
 // the one send path, so agents hear `new_message` as for widget chats. WhatsApp statuses update deliveries.
 // Events claimed together are processed together: their rows, their channels, their senders' contacts and open
 // conversations are each read by one statement for all of them, their messages are written by the message path's
-// batch, and their outcomes recorded by one statement. Events of one sender run one after another, so a burst from a
-// new customer opens one conversation, in the order the events arrived.
+// batch, and their outcomes recorded (a one-event job's end with them) by one statement. Events of one sender run
+// one after another, so a burst from a new customer opens one conversation, in the order the events arrived.
 import type { Knex } from 'knex';
 import type { Conversation } from '../../../db/models/Conversation.js';
 import type { Ticket } from '../../../db/models/Ticket.js';
-import type { Job } from '../../jobs/index.js';
+import { finishJobsSql, JOB_FINISHED, type Job } from '../../jobs/index.js';
 import { KeyedLimit } from '../../jobs/keyedLimit.js';
 import { tickBatch } from '../../jobs/tickBatch.js';
 import type { ContactService } from '../contacts/index.js';
@@ -34,8 +34,17 @@ interface Turn {
   done: () => void;
 }
 
+/** A job's claim, marked done with the outcome of its one event. */
+interface Claim {
+  id: string;
+  attempt: number;
+}
+
 interface Outcome {
   id: string;
+  /** The claim of the event's job when the job holds this event alone, marked done by the same statement. */
+  jobId: string | null;
+  attempt: number | null;
   status: InboundEventRow['status'];
   error: string | null;
   conversationId: string | null;
@@ -106,50 +115,71 @@ export class InboundProcessor {
     });
   }, { max: EVENT_BATCH });
 
+  /** Outcomes and their jobs together: an event recorded processed never leaves its job to run again, nor the reverse. */
   private readonly record = tickBatch(async (outcomes: Outcome[]) => {
     await this.deps.knex.raw(
-      `update inbound_events e set status = o.status, error = o.error, conversation_id = o.conversation_id, ticket_id = o.ticket_id, processed_at = now()
-         from jsonb_to_recordset(?::jsonb) as o(id uuid, status text, error text, conversation_id uuid, ticket_id uuid)
-        where e.id = o.id`,
-      [JSON.stringify(outcomes.map((o) => ({ id: o.id, status: o.status, error: o.error, conversation_id: o.conversationId, ticket_id: o.ticketId })))],
+      `with o as (
+         select * from jsonb_to_recordset(?::jsonb) as o(id uuid, status text, error text, conversation_id uuid, ticket_id uuid, job_id uuid, attempt int)
+       ), done as (
+         ${finishJobsSql('(select job_id as id, attempt as attempts from o) as claims')}
+       )
+       update inbound_events e set status = o.status, error = o.error, conversation_id = o.conversation_id, ticket_id = o.ticket_id, processed_at = now()
+         from o where e.id = o.id`,
+      [JSON.stringify(outcomes.map((o) => ({ id: o.id, status: o.status, error: o.error, conversation_id: o.conversationId, ticket_id: o.ticketId, job_id: o.jobId, attempt: o.attempt })))],
     );
     return outcomes.map(() => undefined);
   }, { max: EVENT_BATCH });
 
   constructor(private readonly deps: { knex: Knex; contacts: ContactService; messages: MessageService; tickets: TicketService; deliveries: DeliveryUpdates; media: InboundMediaStore }) {}
 
-  async handle(job: Job<InboundJob>): Promise<void> {
-    const loaded = await this.loadEvent(job.payload.eventId);
-    if (!loaded) return;
+  /**
+   * Processes the job's events. A job of one event writes its outcome with the job's own (JOB_FINISHED); a job of
+   * several ends once each of its events is processed (or failed: it runs again, and the events already processed
+   * are skipped).
+   */
+  async handle(job: Job<InboundJob>): Promise<void | typeof JOB_FINISHED> {
+    const ids = job.payload.eventIds ?? (job.payload.eventId ? [job.payload.eventId] : []);
+    if (ids.length === 1) return (await this.handleEvent(ids[0]!, { id: job.id, attempt: job.attempt })) ? JOB_FINISHED : undefined;
+    const settled = await Promise.allSettled(ids.map((id) => this.handleEvent(id, null)));
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  /** Whether the event's outcome was written (with its claim's, when given). */
+  private async handleEvent(eventId: string, claim: Claim | null): Promise<boolean> {
+    const loaded = await this.loadEvent(eventId);
+    if (!loaded) return false;
     const { event, channel, turn } = loaded;
     if (!turn) {
-      if (event.status !== 'pending') return;
-      return channel ? this.process(event, channel) : this.finish(event, 'ignored', { error: 'channel removed' });
+      if (event.status !== 'pending') return false;
+      await (channel ? this.process(claim, event, channel) : this.finish(claim, event, 'ignored', { error: 'channel removed' }));
+      return true;
     }
     // One sender's messages one after another: the second must see the conversation the first one opened.
     try {
       await turn.ready;
-      await this.process(event, channel!);
+      await this.process(claim, event, channel!);
+      return true;
     } finally {
       turn.done();
     }
   }
 
-  private async process(event: InboundEventRow, channel: ChannelRow): Promise<void> {
+  private async process(job: Claim | null, event: InboundEventRow, channel: ChannelRow): Promise<void> {
     const mail = event.payload as InboundMessage;
     // The common case: a known sender's text to its open conversation, answering nothing. It takes no transaction
     // and no slow lane: its lookups and its message are batched with the other events'.
     const plain = event.payload.kind === 'message' && !mail.media?.length && !mail.inReplyTo && !mail.references.length && !(channel.type === 'email' && SUBJECT_NUMBER.test(mail.subject ?? ''));
     const known = plain ? await this.lookUpSender({ orgId: channel.organizationId, channel, externalId: mail.from }) : null;
-    if (known?.contactId && known.conversation) return this.finish(event, 'processed', { conversationId: await this.toConversation(channel, event, mail, known) });
-    return this.slowLane.run('slow', () => this.processSlowly(event, channel, known));
+    if (known?.contactId && known.conversation) return this.finish(job, event, 'processed', { conversationId: await this.toConversation(channel, event, mail, known) });
+    return this.slowLane.run('slow', () => this.processSlowly(job, event, channel, known));
   }
 
   /** New senders, files, mail answering a ticket or a conversation, statuses: transactions, a few at a time. */
-  private async processSlowly(event: InboundEventRow, channel: ChannelRow, known: SenderLookup | null): Promise<void> {
+  private async processSlowly(job: Claim | null, event: InboundEventRow, channel: ChannelRow, known: SenderLookup | null): Promise<void> {
     if (event.payload.kind === 'status') {
       await this.deps.deliveries.providerStatus(channel, event.payload as InboundStatus);
-      return this.finish(event, 'processed', {});
+      return this.finish(job, event, 'processed', {});
     }
     const mail = event.payload as InboundMessage;
     if (channel.type === 'email') {
@@ -159,11 +189,11 @@ export class InboundProcessor {
         const files = mail.media?.length ? await this.deps.media.store(channel, event.id, mail.media) : null;
         const content = [mail.text, ...(files?.notes ?? [])].filter(Boolean).join('\n\n') || (files?.objectIds.length ? mail.media!.map((m) => m.fileName ?? 'file').join(', ') : mail.text);
         const { ticket: joined } = await receiveTicketMail(this.deps.tickets.core, ticket, { content, from: mail.from, subject: mail.subject, messageId: mail.messageId, contactId: ticket.contactId, attachments: files?.objectIds ?? [] });
-        return this.finish(event, 'processed', { ticketId: joined.id });
+        return this.finish(job, event, 'processed', { ticketId: joined.id });
       }
     }
     const conversationId = await this.toConversation(channel, event, mail, known);
-    return this.finish(event, 'processed', { conversationId });
+    return this.finish(job, event, 'processed', { conversationId });
   }
 
   /** By In-Reply-To/References of a ticket mail, else by `[#number]` in the subject from the requester's address. */
@@ -224,8 +254,8 @@ export class InboundProcessor {
     }
   }
 
-  private finish(event: InboundEventRow, status: InboundEventRow['status'], e: { error?: string; conversationId?: string; ticketId?: string }): Promise<void> {
-    return this.record({ id: event.id, status, error: e.error ?? null, conversationId: e.conversationId ?? null, ticketId: e.ticketId ?? null });
+  private finish(job: Claim | null, event: InboundEventRow, status: InboundEventRow['status'], e: { error?: string; conversationId?: string; ticketId?: string }): Promise<void> {
+    return this.record({ id: event.id, jobId: job?.id ?? null, attempt: job?.attempt ?? null, status, error: e.error ?? null, conversationId: e.conversationId ?? null, ticketId: e.ticketId ?? null });
   }
 }
 
