@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { finishJobsSql, GiveUp, JOB_FINISHED, JobQueue, RetryLater } from '../server/jobs/index.js';
+import { FinishedBy, finishJobsSql, GiveUp, JOB_FINISHED, JobQueue, RetryLater } from '../server/jobs/index.js';
 import { sharedServer } from './helpers/hooks.js';
 import { startTestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
@@ -231,6 +231,61 @@ describe('jobs: the durable queue', function () {
     expect(rows.map((r) => r.status)).to.deep.equal(['done', 'running', 'done', 'done']);
     expect(rows[0].finishedAt).to.not.equal(null);
     await db.knex('jobs').where({ queue }).delete();
+  });
+
+  it('hands each run what its queue\'s claimDetail read with the claim', async () => {
+    const { db, logger } = sharedServer().server;
+    const queue = queueName();
+    const q = new JobQueue(db.knex, logger);
+    const seen: unknown[] = [];
+    q.define<{ n: number }>({
+      queue,
+      retryDelaysSeconds: [],
+      claimDetail: `jsonb_build_object('twice', (job.payload->>'n')::int * 2, 'attempts', job.attempts)`,
+      handle: async (job) => void seen.push([job.payload.n, job.detail]),
+    });
+    await q.enqueueMany(queue, [{ n: 1 }, { n: 5 }]);
+    expect(await q.drain(queue)).to.equal(2);
+    expect(seen.sort()).to.deep.equal([[1, { twice: 2, attempts: 1 }], [5, { twice: 10, attempts: 1 }]]);
+    // A queue without one gets null.
+    const plain = queueName();
+    q.define({ queue: plain, retryDelaysSeconds: [], handle: async (job) => void seen.push(job.detail) });
+    await q.enqueue(plain, {});
+    await q.drain(plain);
+    expect(seen[2]).to.equal(null);
+    await db.knex('jobs').whereIn('queue', [queue, plain]).delete();
+  });
+
+  it('frees a FinishedBy run\'s slot before its write ends, and waits for the write at stop', async () => {
+    const { db, logger } = sharedServer().server;
+    const queue = queueName();
+    const q = new JobQueue(db.knex, logger, { pollMs: 50 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let handled = 0;
+    // One slot: the second job runs only once the first one's slot is free.
+    q.define({ queue, retryDelaysSeconds: [], concurrency: 1, handle: async (job) => {
+      handled++;
+      // The write waits for the gate; the queue must not write the job done itself meanwhile.
+      return new FinishedBy(gate.then(() => db.knex.raw(`with claims as (select ?::uuid as id, ?::int as attempts) ${finishJobsSql('claims')}`, [job.id, job.attempt])).then(() => undefined));
+    } });
+    const ids = await q.enqueueMany(queue, [{}, {}]);
+    q.start();
+    try {
+      await waitFor(async () => handled === 2, { what: 'the second run while the first one\'s write waits' });
+      expect((await Promise.all(ids.map((i) => jobRow(i.id)))).map((r) => r.status)).to.deep.equal(['running', 'running']);
+      let stopped = false;
+      const stopping = q.stop().then(() => (stopped = true));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(stopped, 'stop waits for the writes').to.equal(false);
+      release();
+      await stopping;
+      expect((await Promise.all(ids.map((i) => jobRow(i.id)))).map((r) => r.status)).to.deep.equal(['done', 'done']);
+    } finally {
+      release();
+      await q.stop();
+      await db.knex('jobs').where({ queue }).delete();
+    }
   });
 
   it('still runs a job enqueued before a stop, after the next start', async () => {

@@ -5,7 +5,8 @@
 // runs out. Delivery is therefore at least once: handlers must be safe to run twice.
 // Under load one claim statement takes work for every free slot of a queue (one claim in flight per queue at a
 // time). A slot is free as soon as its handler returns: the outcome is written afterwards, the jobs done meanwhile
-// by one statement (or by the handler's own statement, when it answers JOB_FINISHED).
+// by one statement (or by the handler's own statement, when it answers JOB_FINISHED or FinishedBy). A queue may
+// have its claim read, in the same statement, the rows each run needs (`claimDetail`).
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.js';
 import type { JobQueueSelection } from '../config.js';
@@ -18,6 +19,8 @@ export interface Job<P> {
   payload: P;
   /** 1 on the first run. */
   attempt: number;
+  /** What the queue's `claimDetail` read with the claim (null without one). */
+  detail?: unknown;
 }
 
 /**
@@ -30,6 +33,15 @@ export const JOB_FINISHED = Symbol('job finished by its handler');
  * An UPDATE marking done the claims `(id uuid, attempts int)` that `claims` (a relation in the caller's SQL) lists,
  * unless another instance took a job over after this claim's lease ran out; for a handler's own statement, as a CTE.
  */
+/**
+ * A handler's answer when its own statement, still running, records its job done (see `finishJobsSql`): the job's
+ * slot is free at once and the queue waits for `written` only where it waits for outcomes (stop, drain). Should the
+ * write fail, or the process end first, the job runs again after its lease (runs are at least once anyway).
+ */
+export class FinishedBy {
+  constructor(readonly written: Promise<void>) {}
+}
+
 export function finishJobsSql(claims: string): string {
   return `update jobs set status = 'done', last_error = null, locked_until = null, finished_at = now(), updated_at = now()
            where (id, attempts) in (select id, attempts from ${claims})`;
@@ -37,13 +49,19 @@ export function finishJobsSql(claims: string): string {
 
 export interface QueueDefinition<P> {
   queue: string;
-  handle(job: Job<P>): Promise<void | typeof JOB_FINISHED>;
+  handle(job: Job<P>): Promise<void | typeof JOB_FINISHED | FinishedBy>;
   /** Wait after failed attempt n before attempt n + 1, in seconds; its length + 1 is the number of attempts. */
   retryDelaysSeconds: number[];
   /** How long a claim holds a job before another instance may take it (default 60 s): longer than a run takes. */
   leaseSeconds?: number;
   /** Jobs of this queue running at once on one instance (default 4). */
   concurrency?: number;
+  /**
+   * An SQL expression read for each claimed job by the claim's own statement, handed to the handler as `job.detail`:
+   * the rows a run needs come with its claim instead of a read of their own. `job` names the claimed row (`id`,
+   * `organization_id`, `payload`, `attempts`); the expression must yield one value (a json object, say) or null.
+   */
+  claimDetail?: string;
 }
 
 /** Try again later: after `delaySeconds` when given (a Retry-After), else after the queue's next delay. */
@@ -80,6 +98,7 @@ interface ClaimedRow {
   queue: string;
   payload: unknown;
   attempts: number;
+  detail: unknown;
 }
 
 const POLL_MS = 1_000;
@@ -119,7 +138,7 @@ export class JobQueue {
 
   define<P>(definition: QueueDefinition<P>): void {
     if (this.queues.has(definition.queue)) throw new Error(`queue ${definition.queue} is defined twice`);
-    this.queues.set(definition.queue, { leaseSeconds: 60, concurrency: 4, ...definition } as Required<QueueDefinition<unknown>>);
+    this.queues.set(definition.queue, { leaseSeconds: 60, concurrency: 4, claimDetail: 'null', ...definition } as Required<QueueDefinition<unknown>>);
     this.inFlight.set(definition.queue, new Set());
   }
 
@@ -293,7 +312,7 @@ export class JobQueue {
   }
 
   private async claim(queue: string, limit: number): Promise<ClaimedRow[]> {
-    const { leaseSeconds } = this.queues.get(queue)!;
+    const { leaseSeconds, claimDetail } = this.queues.get(queue)!;
     // Each kind of claimable row is read through its own partial index in due order, so a long backlog costs a
     // claim a few index entries rather than a scan and sort of everything pending.
     const result = await this.knex.raw(
@@ -303,10 +322,12 @@ export class JobQueue {
        ), expired as (
          select id, run_at from jobs where queue = ? and status = 'running' and locked_until < now()
           order by locked_until limit ? for update skip locked
+       ), claimed as (
+         update jobs set status = 'running', attempts = attempts + 1, locked_until = now() + make_interval(secs => ?), updated_at = now()
+          where id in (select id from (select * from due union all select * from expired) claimable order by run_at limit ?)
+          returning id, organization_id, queue, payload, attempts
        )
-       update jobs set status = 'running', attempts = attempts + 1, locked_until = now() + make_interval(secs => ?), updated_at = now()
-        where id in (select id from (select * from due union all select * from expired) claimable order by run_at limit ?)
-        returning id, organization_id as "organizationId", queue, payload, attempts`,
+       select job.id, job.organization_id as "organizationId", job.queue, job.payload, job.attempts, ${claimDetail} as detail from claimed job`,
       [queue, limit, queue, limit, leaseSeconds, limit],
     );
     return (result.rows ?? result) as ClaimedRow[];
@@ -318,8 +339,8 @@ export class JobQueue {
     const payload = typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload;
     let outcome: Promise<void>;
     try {
-      const answer = await definition.handle({ id: row.id, queue, organizationId: row.organizationId, payload, attempt: row.attempts });
-      outcome = answer === JOB_FINISHED ? Promise.resolve() : this.markDone(row);
+      const answer = await definition.handle({ id: row.id, queue, organizationId: row.organizationId, payload, attempt: row.attempts, detail: row.detail ?? null });
+      outcome = answer === JOB_FINISHED ? Promise.resolve() : answer instanceof FinishedBy ? answer.written : this.markDone(row);
     } catch (err) {
       outcome = this.failed(definition, row, err);
     }
