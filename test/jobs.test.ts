@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { FinishedBy, finishJobsSql, GiveUp, JOB_FINISHED, JobQueue, RetryLater } from '../server/jobs/index.js';
+import { BACKGROUND_UNDER_PRESSURE, FinishedBy, finishJobsSql, GiveUp, JOB_FINISHED, JobQueue, RetryLater } from '../server/jobs/index.js';
 import { sharedServer } from './helpers/hooks.js';
 import { startTestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
@@ -339,5 +339,47 @@ describe('jobs: the durable queue', function () {
     let refused: unknown = null;
     await startTestServer({ JOB_QUEUES: 'knowledge-index,knowlege-index' }).then((t) => t.stop(), (err: unknown) => void (refused = err));
     expect(String(refused)).to.include('JOB_QUEUES names unknown queues: knowlege-index');
+  });
+
+  it('runs a background queue at a trickle while users are served and the loop runs late, at full speed after', async () => {
+    const { db, logger } = sharedServer().server;
+    let served = 0;
+    const queues = new JobQueue(db.knex, logger, { foreground: () => served, pollMs: 100 });
+    const queue = queueName();
+    let running = 0;
+    let most = 0;
+    const finish: (() => void)[] = [];
+    queues.define({ queue, background: true, concurrency: 24, retryDelaysSeconds: [], handle: async () => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise<void>((r) => finish.push(r));
+      running--;
+    } });
+    // Messages being served while the loop is blocked 40 ms of every 50: the instance is busy with users.
+    const busy = setInterval(() => {
+      served++;
+      const until = Date.now() + 40;
+      while (Date.now() < until);
+    }, 50);
+    try {
+      queues.start();
+      await waitFor(() => queues.pressed, { what: 'the pressure to be seen' });
+      await queues.enqueueMany(queue, Array.from({ length: 40 }, (_, n) => ({ n })));
+      await waitFor(() => running > 0, { what: 'a first run under pressure' });
+      // Polls and ending runs would claim more within this time if the queue were not held back.
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(queues.pressed).to.equal(true);
+      expect(most).to.be.within(1, BACKGROUND_UNDER_PRESSURE);
+    } finally {
+      clearInterval(busy);
+    }
+    // The burst is over: the queue takes its full concurrency without waiting for the jobs it holds to end.
+    await waitFor(() => running === 24, { what: 'the full concurrency once the pressure is gone', timeoutMs: 5_000 });
+    while (finish.length > 0 || running > 0) {
+      finish.splice(0).forEach((f) => f());
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await queues.stop();
+    await db.knex('jobs').where({ queue }).delete();
   });
 });

@@ -10,6 +10,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.js';
 import type { JobQueueSelection } from '../config.js';
+import { ForegroundPressure } from './pressure.js';
 import { tickBatch } from './tickBatch.js';
 
 export interface Job<P> {
@@ -62,7 +63,15 @@ export interface QueueDefinition<P> {
    * `organization_id`, `payload`, `attempts`); the expression must yield one value (a json object, say) or null.
    */
   claimDetail?: string;
+  /**
+   * Background work (webhook deliveries): while the instance serves users and runs late (see pressure.ts), at most
+   * `BACKGROUND_UNDER_PRESSURE` of its jobs run at once.
+   */
+  background?: boolean;
 }
+
+/** Runs of a background queue at once while interactive work presses. */
+export const BACKGROUND_UNDER_PRESSURE = 4;
 
 /** Try again later: after `delaySeconds` when given (a Retry-After), else after the queue's next delay. */
 export class RetryLater extends Error {
@@ -127,8 +136,23 @@ export class JobQueue {
   constructor(
     private readonly knex: Knex,
     private readonly logger: Logger,
-    private readonly options: { pollMs?: number; /** The queues this instance works on (JOB_QUEUES); default all. */ select?: JobQueueSelection } = {},
-  ) {}
+    private readonly options: {
+      pollMs?: number;
+      /** The queues this instance works on (JOB_QUEUES); default all. */
+      select?: JobQueueSelection;
+      /** Interactive work done so far (a counter): background queues yield to it while the instance runs late. */
+      foreground?: () => number;
+    } = {},
+  ) {
+    this.pressure = options.foreground ? new ForegroundPressure(options.foreground, () => this.poll()) : null;
+  }
+
+  private readonly pressure: ForegroundPressure | null;
+
+  /** Whether background queues are held to a trickle right now (interactive work presses). */
+  get pressed(): boolean {
+    return this.pressure?.active ?? false;
+  }
 
   /** Whether this instance claims and runs jobs of `queue` (it writes jobs of every defined queue). */
   private runs(queue: string): boolean {
@@ -138,7 +162,7 @@ export class JobQueue {
 
   define<P>(definition: QueueDefinition<P>): void {
     if (this.queues.has(definition.queue)) throw new Error(`queue ${definition.queue} is defined twice`);
-    this.queues.set(definition.queue, { leaseSeconds: 60, concurrency: 4, claimDetail: 'null', ...definition } as Required<QueueDefinition<unknown>>);
+    this.queues.set(definition.queue, { leaseSeconds: 60, concurrency: 4, claimDetail: 'null', background: false, ...definition } as Required<QueueDefinition<unknown>>);
     this.inFlight.set(definition.queue, new Set());
   }
 
@@ -230,6 +254,7 @@ export class JobQueue {
     this.stopped = false;
     this.poller = setInterval(() => this.poll(), this.options.pollMs ?? POLL_MS);
     this.poller.unref();
+    this.pressure?.start();
     const prune = () => void this.prune().catch((err) => this.logger.warn({ err }, 'pruning finished jobs failed'));
     this.pruner = setInterval(prune, PRUNE_MS);
     this.pruner.unref();
@@ -243,6 +268,7 @@ export class JobQueue {
    */
   async stop(waitMs = STOP_WAIT_MS): Promise<void> {
     this.stopped = true;
+    this.pressure?.stop();
     if (this.poller) clearInterval(this.poller);
     if (this.pruner) clearInterval(this.pruner);
     let timer: NodeJS.Timeout | undefined;
@@ -287,11 +313,12 @@ export class JobQueue {
     }
     const definition = this.queues.get(name)!;
     const running = this.inFlight.get(name)!;
-    const room = definition.concurrency - running.size;
+    const concurrency = definition.background && this.pressure?.active ? Math.min(definition.concurrency, BACKGROUND_UNDER_PRESSURE) : definition.concurrency;
+    const room = concurrency - running.size;
     // A busy queue waits for a quarter of its slots before claiming: runs that end a few at a time would otherwise
     // keep being claimed, read and recorded a few rows per statement. (Every ending run polls again, so it is not
     // left waiting.)
-    if (room <= 0 || (running.size > 0 && room < Math.ceil(definition.concurrency / 4))) return;
+    if (room <= 0 || (running.size > 0 && room < Math.ceil(concurrency / 4))) return;
     this.claiming.add(name);
     this.claim(name, room)
       .then((rows) => {

@@ -135,6 +135,8 @@ export class WebhookDeliverer {
       leaseSeconds: Math.ceil((deps.timeoutMs / 1000) * Math.ceil(CONCURRENCY / PER_TARGET)) + 30,
       concurrency: CONCURRENCY,
       claimDetail: CLAIM_DETAIL,
+      // Deliveries may wait out a burst of chat: they are asynchronous by contract, the chat is not.
+      background: true,
       handle: (job) => this.deliver(job),
     });
   }
