@@ -87,7 +87,10 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
   const otp = new OtpService(db.models, db.knex, tokenHashKey);
   const sessions = new SessionService(db.models, tokens, events, config.refreshTokenTtlSeconds);
   const mailer = new Mailer(db.models, db.knex, logger, { smtpUrl: config.smtpUrl, from: config.mailFrom });
-  const jobs = new JobQueue(db.knex, logger, { select: config.jobQueues });
+  // Messages stored are the interactive work that background queues yield to (server/jobs/pressure.ts); read only
+  // once the server starts, after `messages` exists.
+  const foreground = () => messages.batchStats.appended + messages.batchStats.declined;
+  const jobs = new JobQueue(db.knex, logger, { select: config.jobQueues, foreground });
   const organizations = new OrganizationService({ models: db.models, knex: db.knex, sessions, events, plans: { catalog: config.plans, defaultPlan: config.defaultPlan } });
   const auth = new AuthService({ models: db.models, knex: db.knex, passwords, otp, sessions, tokens, mailer, organizations, appUrl: config.appUrl, tokenHashKey });
   const memberships = new MembershipService({ models: db.models, knex: db.knex, passwords, sessions, organizations, mailer, events, appUrl: config.appUrl, tokenHashKey });

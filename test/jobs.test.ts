@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { finishJobsSql, GiveUp, JOB_FINISHED, JobQueue, RetryLater } from '../server/jobs/index.js';
+import { BACKGROUND_UNDER_PRESSURE, FinishedBy, finishJobsSql, GiveUp, JOB_FINISHED, JobQueue, RetryLater } from '../server/jobs/index.js';
 import { sharedServer } from './helpers/hooks.js';
 import { startTestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
@@ -233,6 +233,61 @@ describe('jobs: the durable queue', function () {
     await db.knex('jobs').where({ queue }).delete();
   });
 
+  it('hands each run what its queue\'s claimDetail read with the claim', async () => {
+    const { db, logger } = sharedServer().server;
+    const queue = queueName();
+    const q = new JobQueue(db.knex, logger);
+    const seen: unknown[] = [];
+    q.define<{ n: number }>({
+      queue,
+      retryDelaysSeconds: [],
+      claimDetail: `jsonb_build_object('twice', (job.payload->>'n')::int * 2, 'attempts', job.attempts)`,
+      handle: async (job) => void seen.push([job.payload.n, job.detail]),
+    });
+    await q.enqueueMany(queue, [{ n: 1 }, { n: 5 }]);
+    expect(await q.drain(queue)).to.equal(2);
+    expect(seen.sort()).to.deep.equal([[1, { twice: 2, attempts: 1 }], [5, { twice: 10, attempts: 1 }]]);
+    // A queue without one gets null.
+    const plain = queueName();
+    q.define({ queue: plain, retryDelaysSeconds: [], handle: async (job) => void seen.push(job.detail) });
+    await q.enqueue(plain, {});
+    await q.drain(plain);
+    expect(seen[2]).to.equal(null);
+    await db.knex('jobs').whereIn('queue', [queue, plain]).delete();
+  });
+
+  it('frees a FinishedBy run\'s slot before its write ends, and waits for the write at stop', async () => {
+    const { db, logger } = sharedServer().server;
+    const queue = queueName();
+    const q = new JobQueue(db.knex, logger, { pollMs: 50 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let handled = 0;
+    // One slot: the second job runs only once the first one's slot is free.
+    q.define({ queue, retryDelaysSeconds: [], concurrency: 1, handle: async (job) => {
+      handled++;
+      // The write waits for the gate; the queue must not write the job done itself meanwhile.
+      return new FinishedBy(gate.then(() => db.knex.raw(`with claims as (select ?::uuid as id, ?::int as attempts) ${finishJobsSql('claims')}`, [job.id, job.attempt])).then(() => undefined));
+    } });
+    const ids = await q.enqueueMany(queue, [{}, {}]);
+    q.start();
+    try {
+      await waitFor(async () => handled === 2, { what: 'the second run while the first one\'s write waits' });
+      expect((await Promise.all(ids.map((i) => jobRow(i.id)))).map((r) => r.status)).to.deep.equal(['running', 'running']);
+      let stopped = false;
+      const stopping = q.stop().then(() => (stopped = true));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(stopped, 'stop waits for the writes').to.equal(false);
+      release();
+      await stopping;
+      expect((await Promise.all(ids.map((i) => jobRow(i.id)))).map((r) => r.status)).to.deep.equal(['done', 'done']);
+    } finally {
+      release();
+      await q.stop();
+      await db.knex('jobs').where({ queue }).delete();
+    }
+  });
+
   it('still runs a job enqueued before a stop, after the next start', async () => {
     // Own data directory (or the shared PostgreSQL), so the second server opens what the first one left.
     const dataDir = mkdtempSync(path.join(tmpdir(), 'support-jobs-'));
@@ -284,5 +339,47 @@ describe('jobs: the durable queue', function () {
     let refused: unknown = null;
     await startTestServer({ JOB_QUEUES: 'knowledge-index,knowlege-index' }).then((t) => t.stop(), (err: unknown) => void (refused = err));
     expect(String(refused)).to.include('JOB_QUEUES names unknown queues: knowlege-index');
+  });
+
+  it('runs a background queue at a trickle while users are served and the loop runs late, at full speed after', async () => {
+    const { db, logger } = sharedServer().server;
+    let served = 0;
+    const queues = new JobQueue(db.knex, logger, { foreground: () => served, pollMs: 100 });
+    const queue = queueName();
+    let running = 0;
+    let most = 0;
+    const finish: (() => void)[] = [];
+    queues.define({ queue, background: true, concurrency: 24, retryDelaysSeconds: [], handle: async () => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise<void>((r) => finish.push(r));
+      running--;
+    } });
+    // Messages being served while the loop is blocked 40 ms of every 50: the instance is busy with users.
+    const busy = setInterval(() => {
+      served++;
+      const until = Date.now() + 40;
+      while (Date.now() < until);
+    }, 50);
+    try {
+      queues.start();
+      await waitFor(() => queues.pressed, { what: 'the pressure to be seen' });
+      await queues.enqueueMany(queue, Array.from({ length: 40 }, (_, n) => ({ n })));
+      await waitFor(() => running > 0, { what: 'a first run under pressure' });
+      // Polls and ending runs would claim more within this time if the queue were not held back.
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(queues.pressed).to.equal(true);
+      expect(most).to.be.within(1, BACKGROUND_UNDER_PRESSURE);
+    } finally {
+      clearInterval(busy);
+    }
+    // The burst is over: the queue takes its full concurrency without waiting for the jobs it holds to end.
+    await waitFor(() => running === 24, { what: 'the full concurrency once the pressure is gone', timeoutMs: 5_000 });
+    while (finish.length > 0 || running > 0) {
+      finish.splice(0).forEach((f) => f());
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await queues.stop();
+    await db.knex('jobs').where({ queue }).delete();
   });
 });

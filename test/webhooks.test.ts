@@ -171,6 +171,30 @@ describe('webhooks', function () {
     }
   });
 
+  it('presents only a message of the delivery\'s own organization, and fails the delivery when there is none', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const other = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, receiver.url, ['message.created']);
+    const { knex } = server.server.db;
+    // Sent by the other organization, which has no webhook: its message must never reach the owner's receiver.
+    const { conversationId } = await startConversation(await newVisitor(other), 'the other organization\'s words');
+    const foreign = await knex('messages').where({ conversation_id: conversationId }).first('id');
+    await server.server.jobs.stop();
+    try {
+      await startConversation(await newVisitor(owner), 'own words');
+      const delivery = await knex('webhook_deliveries').where({ webhook_id: hook.id }).first('id');
+      // The delivery now names a message that is not its organization's (as a forged or stale row would).
+      await knex('webhook_deliveries').where({ id: delivery.id }).update({ message_id: foreign.id });
+      await server.server.jobs.drain(QUEUE);
+      const row = await knex('webhook_deliveries').where({ id: delivery.id }).first();
+      expect([row.status, row.lastError]).to.deep.equal(['failed', 'The message no longer exists']);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(receiver.received).to.have.length(0);
+    } finally {
+      server.server.jobs.start();
+    }
+  });
+
   it('sends nothing for a change that rolled back', async () => {
     const owner = await signUp(server.server, server.baseUrl);
     const hook = await createHook(owner, receiver.url, ['contact.created']);

@@ -5,10 +5,12 @@
 // runs out. Delivery is therefore at least once: handlers must be safe to run twice.
 // Under load one claim statement takes work for every free slot of a queue (one claim in flight per queue at a
 // time). A slot is free as soon as its handler returns: the outcome is written afterwards, the jobs done meanwhile
-// by one statement (or by the handler's own statement, when it answers JOB_FINISHED).
+// by one statement (or by the handler's own statement, when it answers JOB_FINISHED or FinishedBy). A queue may
+// have its claim read, in the same statement, the rows each run needs (`claimDetail`).
 import type { Knex } from 'knex';
 import type { Logger } from '../logger.js';
 import type { JobQueueSelection } from '../config.js';
+import { ForegroundPressure } from './pressure.js';
 import { tickBatch } from './tickBatch.js';
 
 export interface Job<P> {
@@ -18,6 +20,8 @@ export interface Job<P> {
   payload: P;
   /** 1 on the first run. */
   attempt: number;
+  /** What the queue's `claimDetail` read with the claim (null without one). */
+  detail?: unknown;
 }
 
 /**
@@ -30,6 +34,15 @@ export const JOB_FINISHED = Symbol('job finished by its handler');
  * An UPDATE marking done the claims `(id uuid, attempts int)` that `claims` (a relation in the caller's SQL) lists,
  * unless another instance took a job over after this claim's lease ran out; for a handler's own statement, as a CTE.
  */
+/**
+ * A handler's answer when its own statement, still running, records its job done (see `finishJobsSql`): the job's
+ * slot is free at once and the queue waits for `written` only where it waits for outcomes (stop, drain). Should the
+ * write fail, or the process end first, the job runs again after its lease (runs are at least once anyway).
+ */
+export class FinishedBy {
+  constructor(readonly written: Promise<void>) {}
+}
+
 export function finishJobsSql(claims: string): string {
   return `update jobs set status = 'done', last_error = null, locked_until = null, finished_at = now(), updated_at = now()
            where (id, attempts) in (select id, attempts from ${claims})`;
@@ -37,14 +50,28 @@ export function finishJobsSql(claims: string): string {
 
 export interface QueueDefinition<P> {
   queue: string;
-  handle(job: Job<P>): Promise<void | typeof JOB_FINISHED>;
+  handle(job: Job<P>): Promise<void | typeof JOB_FINISHED | FinishedBy>;
   /** Wait after failed attempt n before attempt n + 1, in seconds; its length + 1 is the number of attempts. */
   retryDelaysSeconds: number[];
   /** How long a claim holds a job before another instance may take it (default 60 s): longer than a run takes. */
   leaseSeconds?: number;
   /** Jobs of this queue running at once on one instance (default 4). */
   concurrency?: number;
+  /**
+   * An SQL expression read for each claimed job by the claim's own statement, handed to the handler as `job.detail`:
+   * the rows a run needs come with its claim instead of a read of their own. `job` names the claimed row (`id`,
+   * `organization_id`, `payload`, `attempts`); the expression must yield one value (a json object, say) or null.
+   */
+  claimDetail?: string;
+  /**
+   * Background work (webhook deliveries): while the instance serves users and runs late (see pressure.ts), at most
+   * `BACKGROUND_UNDER_PRESSURE` of its jobs run at once.
+   */
+  background?: boolean;
 }
+
+/** Runs of a background queue at once while interactive work presses. */
+export const BACKGROUND_UNDER_PRESSURE = 4;
 
 /** Try again later: after `delaySeconds` when given (a Retry-After), else after the queue's next delay. */
 export class RetryLater extends Error {
@@ -80,6 +107,7 @@ interface ClaimedRow {
   queue: string;
   payload: unknown;
   attempts: number;
+  detail: unknown;
 }
 
 const POLL_MS = 1_000;
@@ -108,8 +136,23 @@ export class JobQueue {
   constructor(
     private readonly knex: Knex,
     private readonly logger: Logger,
-    private readonly options: { pollMs?: number; /** The queues this instance works on (JOB_QUEUES); default all. */ select?: JobQueueSelection } = {},
-  ) {}
+    private readonly options: {
+      pollMs?: number;
+      /** The queues this instance works on (JOB_QUEUES); default all. */
+      select?: JobQueueSelection;
+      /** Interactive work done so far (a counter): background queues yield to it while the instance runs late. */
+      foreground?: () => number;
+    } = {},
+  ) {
+    this.pressure = options.foreground ? new ForegroundPressure(options.foreground, () => this.poll()) : null;
+  }
+
+  private readonly pressure: ForegroundPressure | null;
+
+  /** Whether background queues are held to a trickle right now (interactive work presses). */
+  get pressed(): boolean {
+    return this.pressure?.active ?? false;
+  }
 
   /** Whether this instance claims and runs jobs of `queue` (it writes jobs of every defined queue). */
   private runs(queue: string): boolean {
@@ -119,7 +162,7 @@ export class JobQueue {
 
   define<P>(definition: QueueDefinition<P>): void {
     if (this.queues.has(definition.queue)) throw new Error(`queue ${definition.queue} is defined twice`);
-    this.queues.set(definition.queue, { leaseSeconds: 60, concurrency: 4, ...definition } as Required<QueueDefinition<unknown>>);
+    this.queues.set(definition.queue, { leaseSeconds: 60, concurrency: 4, claimDetail: 'null', background: false, ...definition } as Required<QueueDefinition<unknown>>);
     this.inFlight.set(definition.queue, new Set());
   }
 
@@ -211,6 +254,7 @@ export class JobQueue {
     this.stopped = false;
     this.poller = setInterval(() => this.poll(), this.options.pollMs ?? POLL_MS);
     this.poller.unref();
+    this.pressure?.start();
     const prune = () => void this.prune().catch((err) => this.logger.warn({ err }, 'pruning finished jobs failed'));
     this.pruner = setInterval(prune, PRUNE_MS);
     this.pruner.unref();
@@ -224,6 +268,7 @@ export class JobQueue {
    */
   async stop(waitMs = STOP_WAIT_MS): Promise<void> {
     this.stopped = true;
+    this.pressure?.stop();
     if (this.poller) clearInterval(this.poller);
     if (this.pruner) clearInterval(this.pruner);
     let timer: NodeJS.Timeout | undefined;
@@ -268,11 +313,12 @@ export class JobQueue {
     }
     const definition = this.queues.get(name)!;
     const running = this.inFlight.get(name)!;
-    const room = definition.concurrency - running.size;
+    const concurrency = definition.background && this.pressure?.active ? Math.min(definition.concurrency, BACKGROUND_UNDER_PRESSURE) : definition.concurrency;
+    const room = concurrency - running.size;
     // A busy queue waits for a quarter of its slots before claiming: runs that end a few at a time would otherwise
     // keep being claimed, read and recorded a few rows per statement. (Every ending run polls again, so it is not
     // left waiting.)
-    if (room <= 0 || (running.size > 0 && room < Math.ceil(definition.concurrency / 4))) return;
+    if (room <= 0 || (running.size > 0 && room < Math.ceil(concurrency / 4))) return;
     this.claiming.add(name);
     this.claim(name, room)
       .then((rows) => {
@@ -293,7 +339,7 @@ export class JobQueue {
   }
 
   private async claim(queue: string, limit: number): Promise<ClaimedRow[]> {
-    const { leaseSeconds } = this.queues.get(queue)!;
+    const { leaseSeconds, claimDetail } = this.queues.get(queue)!;
     // Each kind of claimable row is read through its own partial index in due order, so a long backlog costs a
     // claim a few index entries rather than a scan and sort of everything pending.
     const result = await this.knex.raw(
@@ -303,10 +349,12 @@ export class JobQueue {
        ), expired as (
          select id, run_at from jobs where queue = ? and status = 'running' and locked_until < now()
           order by locked_until limit ? for update skip locked
+       ), claimed as (
+         update jobs set status = 'running', attempts = attempts + 1, locked_until = now() + make_interval(secs => ?), updated_at = now()
+          where id in (select id from (select * from due union all select * from expired) claimable order by run_at limit ?)
+          returning id, organization_id, queue, payload, attempts
        )
-       update jobs set status = 'running', attempts = attempts + 1, locked_until = now() + make_interval(secs => ?), updated_at = now()
-        where id in (select id from (select * from due union all select * from expired) claimable order by run_at limit ?)
-        returning id, organization_id as "organizationId", queue, payload, attempts`,
+       select job.id, job.organization_id as "organizationId", job.queue, job.payload, job.attempts, ${claimDetail} as detail from claimed job`,
       [queue, limit, queue, limit, leaseSeconds, limit],
     );
     return (result.rows ?? result) as ClaimedRow[];
@@ -318,8 +366,8 @@ export class JobQueue {
     const payload = typeof row.payload === 'string' ? JSON.parse(row.payload) : row.payload;
     let outcome: Promise<void>;
     try {
-      const answer = await definition.handle({ id: row.id, queue, organizationId: row.organizationId, payload, attempt: row.attempts });
-      outcome = answer === JOB_FINISHED ? Promise.resolve() : this.markDone(row);
+      const answer = await definition.handle({ id: row.id, queue, organizationId: row.organizationId, payload, attempt: row.attempts, detail: row.detail ?? null });
+      outcome = answer === JOB_FINISHED ? Promise.resolve() : answer instanceof FinishedBy ? answer.written : this.markDone(row);
     } catch (err) {
       outcome = this.failed(definition, row, err);
     }

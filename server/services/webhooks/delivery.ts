@@ -2,9 +2,10 @@
 // records the outcome. 2xx within the timeout succeeds; a timeout, a network error, 429 (Retry-After honoured) or
 // 5xx is retried at 1 m, 5 m, 30 m, 2 h, 6 h, 12 h, 24 h; any other answer is final. 410, or 50 failures in a
 // row, disables the hook and tells the organization's admins.
-// The deliveries the queue runs together share their statements: one read of their rows and hooks, one of their
-// messages, one write of their successes that also finishes their jobs (a failure, rarer and with more to decide,
-// is written on its own). The deliveries of one event share their body.
+// A run makes no round trip of its own before it sends: the claim of its job reads the delivery with its hook (and
+// message) in the same statement. After a success the run's slot is free at once; the successes that arrive
+// meanwhile are written, and their jobs finished, by one statement (a failure, rarer and with more to decide, is
+// written on its own). The deliveries of one event share their body.
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Knex } from 'knex';
@@ -13,7 +14,7 @@ import { rowFromJson } from '../../../db/statements.js';
 import type { Webhook } from '../../../db/models/Webhook.js';
 import type { WebhookDelivery } from '../../../db/models/WebhookDelivery.js';
 import type { Message } from '../../../db/models/Message.js';
-import { finishJobsSql, GiveUp, JOB_FINISHED, RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
+import { FinishedBy, finishJobsSql, GiveUp, RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
 import { tickBatch } from '../../jobs/tickBatch.js';
 import type { Logger } from '../../logger.js';
 import type { WebhookResult } from '../../metrics.js';
@@ -30,12 +31,51 @@ import { targetOf } from './targets.js';
 export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600, 43200, 86400];
 export const DISABLE_AFTER_FAILURES = 50;
 /**
- * Deliveries one instance runs at once, and sends to one receiver at once. More runs than sends: a run spends most
- * of its time on database round trips (claim, read, record), which then overlap the sending.
+ * Deliveries one instance runs at once, and sends to one receiver at once. More runs than sends: the runs waiting
+ * for their receiver's turn hold their rows, read with their claim, so a send that ends is followed at once by the
+ * next while the following claim is on its way.
  */
-export const CONCURRENCY = 64;
+export const CONCURRENCY = 256;
 export const PER_TARGET = 16;
 const KEEP_RESPONSE_CHARS = 1024;
+
+/**
+ * What the claim of a delivery's job reads with it (`claimDetail`): the delivery, its hook (only of the delivery's
+ * own organization) and, for a message.created event, its message (only of that organization too). Null when the
+ * delivery is gone (deleted with its hook).
+ */
+const CLAIM_DETAIL = `(select jsonb_build_object(
+    'id', d.id, 'organizationId', d.organization_id, 'eventId', d.event_id, 'eventType', d.event_type,
+    'payload', d.payload, 'messageId', d.message_id, 'status', d.status, 'attempts', d.attempts, 'createdAt', d.created_at,
+    'hook', case when w.id is null then null else jsonb_build_object(
+      'id', w.id, 'organizationId', w.organization_id, 'url', w.url, 'enabled', w.enabled,
+      'consecutiveFailures', w.consecutive_failures, 'secretEncrypted', w.secret_encrypted,
+      'previousSecretEncrypted', w.previous_secret_encrypted, 'previousSecretExpiresAt', w.previous_secret_expires_at) end,
+    'message', case when m.id is null then null else to_jsonb(m) end)
+  from webhook_deliveries d
+  left join webhooks w on w.id = d.webhook_id and w.organization_id = d.organization_id
+  left join messages m on d.message_id is not null and m.id = d.message_id and m.organization_id = d.organization_id
+  where d.id = (job.payload->>'deliveryId')::uuid)`;
+
+/** A hook as a delivery needs it: where to send, how to sign, what to count. */
+export type HookToSend = Pick<Webhook, 'id' | 'organizationId' | 'url' | 'enabled' | 'consecutiveFailures' | 'secretEncrypted' | 'previousSecretEncrypted'> & {
+  previousSecretExpiresAt: Date | string | null;
+};
+
+interface ClaimedDelivery {
+  id: string;
+  organizationId: string;
+  eventId: string;
+  eventType: string;
+  payload: Record<string, unknown>;
+  messageId: string | null;
+  status: string;
+  attempts: number;
+  createdAt: string;
+  hook: HookToSend | null;
+  /** The message's row as json (snake_case), for message.created. */
+  message: Record<string, unknown> | null;
+}
 
 interface Answer {
   status: number;
@@ -48,6 +88,8 @@ interface Succeeded {
   attempts: number;
   /** The job's claim, finished by the same statement. */
   job: { id: string; attempt: number };
+  /** The hook, when it has failures to forget. */
+  resetHook: string | null;
   responseStatus: number;
   responseBody: string;
   durationMs: number;
@@ -78,12 +120,10 @@ export class WebhookDeliverer {
   private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: PER_TARGET });
   private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: PER_TARGET });
 
-  private readonly load = tickBatch((ids: string[]) => this.loadDeliveries(ids));
-  private readonly loadMessage = tickBatch((keys: { id: string; organizationId: string }[]) => this.loadMessages(keys));
   // Two writes in flight at most: under load the successes that arrive meanwhile share the next one.
   private readonly recordSuccess = tickBatch((rows: Succeeded[]) => this.recordSuccesses(rows), { inFlight: 2 });
   /** Bodies of the events being sent now, by event: one serialization for all of an event's subscriptions. */
-  private readonly bodies = new Map<string, Promise<string | null>>();
+  private readonly bodies = new Map<string, string | null>();
 
   private readonly targets = new KeyedLimit(PER_TARGET);
 
@@ -94,6 +134,9 @@ export class WebhookDeliverer {
       // A run may wait for its receiver's turn behind the others' sends, each within the timeout.
       leaseSeconds: Math.ceil((deps.timeoutMs / 1000) * Math.ceil(CONCURRENCY / PER_TARGET)) + 30,
       concurrency: CONCURRENCY,
+      claimDetail: CLAIM_DETAIL,
+      // Deliveries may wait out a burst of chat: they are asynchronous by contract, the chat is not.
+      background: true,
       handle: (job) => this.deliver(job),
     });
   }
@@ -103,17 +146,17 @@ export class WebhookDeliverer {
     this.httpsAgent.destroy();
   }
 
-  private async deliver(job: Job<{ deliveryId: string }>): Promise<void | typeof JOB_FINISHED> {
-    const { models } = this.deps;
-    const { delivery, hook } = await this.load(job.payload.deliveryId);
+  private async deliver(job: Job<{ deliveryId: string }>): Promise<void | FinishedBy> {
+    const delivery = job.detail as ClaimedDelivery | null;
     // Gone with its hook, or already settled by an earlier run of this job (runs are at least once).
     if (!delivery || delivery.status !== 'pending') return;
+    const hook = delivery.hook;
     if (!hook) return;
     if (!hook.enabled && delivery.eventType !== TEST_EVENT) {
       await this.settle(delivery, { status: 'failed', lastError: 'The webhook is disabled' });
       return;
     }
-    const body = await this.bodyOf(delivery);
+    const body = this.bodyOf(delivery);
     if (body === null) {
       await this.settle(delivery, { status: 'failed', lastError: 'The message no longer exists' });
       return;
@@ -135,6 +178,7 @@ export class WebhookDeliverer {
         }
         const headers = {
           'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
           'user-agent': 'SupportPlatform-Webhooks/1',
           'x-webhook-id': delivery.eventId,
           'x-webhook-timestamp': timestamp,
@@ -154,11 +198,11 @@ export class WebhookDeliverer {
     // PostgreSQL text cannot hold NUL.
     const recorded = { responseStatus: answer.status, responseBody: answer.body.slice(0, KEEP_RESPONSE_CHARS).replace(/\0/g, ''), durationMs };
     if (answer.status >= 200 && answer.status < 300) {
-      await this.recordSuccess({ id: delivery.id, attempts: delivery.attempts + 1, job: { id: job.id, attempt: job.attempt }, ...recorded });
-      // Most hooks have no failures to forget: no write for them.
-      if (hook.consecutiveFailures > 0) await models.Webhook.forOrg(hook.organizationId).patch({ consecutiveFailures: 0 }).where('id', hook.id);
       this.deps.onResult?.('succeeded');
-      return JOB_FINISHED;
+      // Most hooks have no failures to forget: the shared write resets only those that have.
+      return new FinishedBy(
+        this.recordSuccess({ id: delivery.id, attempts: delivery.attempts + 1, job: { id: job.id, attempt: job.attempt }, resetHook: hook.consecutiveFailures > 0 ? hook.id : null, ...recorded }),
+      );
     }
     const retryable = answer.status === 429 || answer.status >= 500;
     const final = !retryable || last;
@@ -169,75 +213,46 @@ export class WebhookDeliverer {
 
   /**
    * The JSON body: `{id, type, organizationId, createdAt, data}`; null when its message is gone. An event's
-   * deliveries loaded together (one per subscription) share one, kept until the turn after they were read.
+   * deliveries claimed together (one per subscription) share one, kept until the turn after it was built.
    */
-  private bodyOf(delivery: WebhookDelivery): Promise<string | null> {
-    const key = `${delivery.organizationId} ${delivery.eventId} ${new Date(delivery.createdAt).getTime()}`;
+  private bodyOf(delivery: ClaimedDelivery): string | null {
+    const key = `${delivery.organizationId} ${delivery.eventId} ${delivery.createdAt}`;
     let body = this.bodies.get(key);
-    if (!body) {
+    if (body === undefined) {
       body = this.buildBody(delivery);
+      if (this.bodies.size === 0) setImmediate(() => this.bodies.clear());
       this.bodies.set(key, body);
-      setImmediate(() => this.bodies.delete(key));
     }
     return body;
   }
 
-  private async buildBody(delivery: WebhookDelivery): Promise<string | null> {
+  private buildBody(delivery: ClaimedDelivery): string | null {
     let data = delivery.payload;
     if (delivery.messageId) {
-      const message = await this.loadMessage({ id: delivery.messageId, organizationId: delivery.organizationId });
-      if (!message) return null;
+      if (!delivery.message) return null;
+      const message = rowFromJson<Message>(delivery.message);
       data = { ...data, conversationId: message.conversationId, message: presentMessage(message) };
     }
     return JSON.stringify({ id: delivery.eventId, type: delivery.eventType, organizationId: delivery.organizationId, createdAt: iso(delivery.createdAt), data });
   }
 
-  /** Deliveries by id with their hooks (a hook only of the delivery's own organization). */
-  private async loadDeliveries(ids: string[]): Promise<{ delivery?: WebhookDelivery; hook?: Webhook }[]> {
-    const { models, knex } = this.deps;
-    const result = await knex.raw(
-      `select to_jsonb(d) as delivery, to_jsonb(w) as hook
-         from webhook_deliveries d left join webhooks w on w.id = d.webhook_id and w.organization_id = d.organization_id
-        where d.id in (select (jsonb_array_elements_text(?::jsonb))::uuid)`,
-      [JSON.stringify([...new Set(ids)])],
-    );
-    const rows = (result.rows ?? result) as { delivery: Record<string, unknown>; hook: Record<string, unknown> | null }[];
-    const byId = new Map(rows.map((r) => [r.delivery.id as string, r]));
-    return ids.map((id) => {
-      const row = byId.get(id);
-      if (!row) return {};
-      return {
-        delivery: models.WebhookDelivery.fromDatabaseJson(rowFromJson(row.delivery)),
-        hook: row.hook ? models.Webhook.fromDatabaseJson(rowFromJson(row.hook)) : undefined,
-      };
-    });
-  }
-
-  private async loadMessages(keys: { id: string; organizationId: string }[]): Promise<(Message | undefined)[]> {
-    // One read for deliveries of several organizations; each message is matched back to its own organization below.
-    const messages = await this.deps.models.Message.acrossOrgs().findByIds([...new Set(keys.map((k) => k.id))]);
-    const byId = new Map(messages.map((m) => [m.id, m]));
-    return keys.map((k) => {
-      const message = byId.get(k.id);
-      return message && message.organizationId === k.organizationId ? message : undefined;
-    });
-  }
-
-  /** Successful deliveries and their jobs' finish, recorded by one statement. */
+  /** Successful deliveries, their hooks' failure counts and their jobs' finish, recorded by one statement. */
   private async recordSuccesses(rows: Succeeded[]): Promise<void[]> {
     await this.deps.knex.raw(
       `with s as (
-         select * from jsonb_to_recordset(?::jsonb) as s(id uuid, status int, body text, ms int, attempts int, job uuid, claim int)
+         select * from jsonb_to_recordset(?::jsonb) as s(id uuid, status int, body text, ms int, attempts int, job uuid, claim int, hook uuid)
        ), recorded as (
          update webhook_deliveries as d
             set status = 'succeeded', delivered_at = now(), last_error = null, response_status = s.status,
                 response_body = s.body, duration_ms = s.ms, attempts = s.attempts, updated_at = now()
            from s where d.id = s.id
+       ), reset as (
+         update webhooks set consecutive_failures = 0 where id in (select hook from s where hook is not null)
        ), finished as (
          ${finishJobsSql('(select job as id, claim as attempts from s) as claims')}
        )
        select 1`,
-      [JSON.stringify(rows.map((r) => ({ id: r.id, status: r.responseStatus, body: r.responseBody, ms: r.durationMs, attempts: r.attempts, job: r.job.id, claim: r.job.attempt })))],
+      [JSON.stringify(rows.map((r) => ({ id: r.id, status: r.responseStatus, body: r.responseBody, ms: r.durationMs, attempts: r.attempts, job: r.job.id, claim: r.job.attempt, hook: r.resetHook })))],
     );
     return rows.map(() => undefined);
   }
@@ -247,7 +262,7 @@ export class WebhookDeliverer {
     return new Promise((resolve, reject) => {
       const req = (https ? httpsRequest : httpRequest)(url, {
         method: 'POST',
-        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        headers,
         lookup: pinnedLookup(address, family),
         agent: https ? this.httpsAgent : this.httpAgent,
       });
@@ -276,13 +291,13 @@ export class WebhookDeliverer {
     });
   }
 
-  private async settle(delivery: WebhookDelivery, patch: Partial<WebhookDelivery>): Promise<void> {
+  private async settle(delivery: ClaimedDelivery, patch: Partial<WebhookDelivery>): Promise<void> {
     await this.deps.models.WebhookDelivery.forOrg(delivery.organizationId).patch({ ...patch, attempts: delivery.attempts + 1 }).where('id', delivery.id);
     if (patch.status === 'failed') this.deps.onResult?.('failed');
   }
 
   /** Records a failed attempt, counts it against the hook, and disables the hook on 410 or too many failures. */
-  private async failed(hook: Webhook, delivery: WebhookDelivery, f: { lastError: string; responseStatus?: number; responseBody?: string; durationMs: number; final: boolean; gone?: boolean }): Promise<void> {
+  private async failed(hook: HookToSend, delivery: ClaimedDelivery, f: { lastError: string; responseStatus?: number; responseBody?: string; durationMs: number; final: boolean; gone?: boolean }): Promise<void> {
     const { final, gone, ...recorded } = f;
     await this.deps.models.WebhookDelivery.forOrg(delivery.organizationId).patch({ ...recorded, status: final ? 'failed' : 'pending', attempts: delivery.attempts + 1 }).where('id', delivery.id);
     this.deps.onResult?.(final ? 'failed' : 'retry');
@@ -291,7 +306,7 @@ export class WebhookDeliverer {
     if (reason) await this.disable(hook, reason);
   }
 
-  private async disable(hook: Webhook, reason: string): Promise<void> {
+  private async disable(hook: HookToSend, reason: string): Promise<void> {
     // Only the run that turns it off tells the admins, however many deliveries fail at once.
     const turnedOff = await this.deps.models.Webhook.forOrg(hook.organizationId).patch({ enabled: false, disabledReason: reason }).where('id', hook.id).where('enabled', true);
     if (!turnedOff) return;

@@ -164,7 +164,7 @@ export class WebhookService {
   }
 
   /** The secrets that sign now: the current one, then the previous one during a rotation's overlap. */
-  signingSecrets(hook: Webhook, now = Date.now()): string[] {
+  signingSecrets(hook: Pick<Webhook, 'secretEncrypted' | 'previousSecretEncrypted'> & { previousSecretExpiresAt: Date | string | null }, now = Date.now()): string[] {
     const secrets = [this.open(hook.secretEncrypted)];
     if (hook.previousSecretEncrypted && hook.previousSecretExpiresAt && new Date(hook.previousSecretExpiresAt).getTime() > now) {
       secrets.push(this.open(hook.previousSecretEncrypted));
