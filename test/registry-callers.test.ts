@@ -40,6 +40,16 @@ describe('route registry: callers', () => {
     expect((await owner.api.get('/organizations', { token: owner.accessToken })).status).to.equal(200);
   });
 
+  it('tells a caller without a bearer the same on visitor routes as on operator routes', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const operatorRoute = await owner.api.get('/auth/profile');
+    expectError(operatorRoute, 401, 'unauthorized');
+    const visitorRoute = await owner.api.post('/widget/auth/validate', undefined);
+    expectError(visitorRoute, 401, 'unauthorized');
+    expect(visitorRoute.body.message).to.equal(operatorRoute.body.message);
+  });
+
   it('answers 403 for a malformed organization id even when another path parameter is malformed too', async () => {
     const { server, baseUrl } = sharedServer();
     const owner = await signUp(server, baseUrl);
