@@ -63,7 +63,8 @@ describe('socket handshake by kind of caller', function () {
     await connected(open(owner.orgId, visitor.token, { origin: `http://${host}` }));
     await connected(open(owner.orgId, visitor.token, { 'sec-fetch-site': 'same-origin' }));
     // Neither is enough from another site.
-    expect(await refused(open(owner.orgId, visitor.token, { 'sec-fetch-site': 'cross-site' }))).to.deep.equal({ message: 'forbidden', data: { code: 'forbidden' } });
+    expect(await refused(open(owner.orgId, visitor.token, { 'sec-fetch-site': 'cross-site', 'x-request-id': 'hs-widget-org1' }))).to.deep.equal({ message: 'forbidden', data: { code: 'forbidden' } });
+    expect(await logLine('socket refused', 'hs-widget-org1')).to.include({ level: 20, orgId: owner.orgId, kind: 'visitor', reason: "origin not in the widget's allowedOrigins" });
     expect(await refused(open(owner.orgId, visitor.token, { origin: 'https://elsewhere.example.test', 'sec-fetch-site': 'same-origin' }))).to.deep.equal({ message: 'forbidden', data: { code: 'forbidden' } });
   });
 
@@ -96,6 +97,14 @@ describe('socket handshake by kind of caller', function () {
     // for another organization is named as a key.
     expect(reasons[2]).to.equal(reasons[3]);
     expect(new Set(reasons).size, reasons.join(' | ')).to.equal(cases.length - 1);
+    // The reasons an operator searches the logs for (the key's missing scope is worded by the policy, as on REST).
+    expect([reasons[0], reasons[1], reasons[2], reasons[4], reasons[6]]).to.deep.equal([
+      'no token',
+      'not an access or widget_session token',
+      'the token is for another organization',
+      'the key is for another organization',
+      'origin not in CORS_ORIGINS',
+    ]);
 
     // An empty token is no token, whatever it would decode to.
     expect(await refused(open(owner.orgId, '', { 'x-request-id': 'hs-empty-0001' }))).to.deep.equal({ message: 'unauthorized', data: { code: 'unauthorized' } });
@@ -108,5 +117,9 @@ describe('socket handshake by kind of caller', function () {
     expect(bot).to.include({ level: 20, orgId: owner.orgId, kind: 'bot', apiKeyId: key.id });
     expect(bot).to.not.have.property('userId');
     expect(bot.socketId).to.be.a('string').and.not.equal('');
+    await connected(open(owner.orgId, owner.accessToken, { 'x-request-id': 'hs-ok-agent-01' }));
+    const agent = await logLine('socket connected', 'hs-ok-agent-01');
+    expect(agent).to.include({ level: 20, orgId: owner.orgId, kind: 'agent', userId: owner.userId });
+    expect(agent).to.not.have.property('apiKeyId');
   });
 });

@@ -1,0 +1,73 @@
+// How the socket handshake maps what the caller resolver throws: a 401 is `unauthorized` with the resolver's own
+// message as the logged reason (no error logged: a stale token is the client's business), anything that is neither
+// 401 nor 403 (here a key over its rate limit, 429) is `unauthorized` too, logged once at error level with the
+// connection's request id, so that an operator sees it, and refused at debug as "handshake failed".
+import { expect } from 'chai';
+import { io } from 'socket.io-client';
+import { signUp, type SignedUp } from './helpers/factories.js';
+import { captureLogs, type CapturedLogs } from './helpers/logs.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { closeAfterEach } from './helpers/socket-acks.js';
+import { connected, type ClientSocket } from './helpers/sockets.js';
+import { waitFor } from './helpers/wait.js';
+
+describe('socket handshake failures', function () {
+  this.timeout(60_000);
+  const track = closeAfterEach();
+  let app: TestServer;
+  let logs: CapturedLogs;
+
+  before(async () => {
+    logs = captureLogs('debug');
+    // One request per minute per key: a key's second handshake is over its limit.
+    app = await startTestServer({ API_KEY_RATE_LIMIT: '1' }, { logger: logs.logger });
+  });
+  after(async () => {
+    await app?.stop();
+  });
+
+  const open = (orgId: string, token: string, requestId: string) =>
+    track(io(`${app.baseUrl}/orgs/${orgId}`, { path: '/socket.io', transports: ['websocket'], auth: { token }, reconnection: false, forceNew: true, extraHeaders: { 'x-request-id': requestId } }) as ClientSocket);
+  const refused = (socket: ClientSocket) =>
+    connected(socket).then(
+      () => null,
+      (err: Error & { data?: unknown }) => ({ message: err.message, data: err.data }),
+    );
+  const linesOf = (requestId: string) => logs.lines.filter((l) => l.requestId === requestId);
+  const logLine = (msg: string, requestId: string) => waitFor(() => logs.lines.find((l) => l.msg === msg && l.requestId === requestId), { what: `${msg} ${requestId}` });
+
+  async function createKey(owner: SignedUp): Promise<string> {
+    const res = await owner.api.post('/api-keys', { name: 'Inbox bot', scopes: ['conversations:read'] }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return res.body.data.token as string;
+  }
+
+  it("refuses a person's ended session as unauthorized, giving the resolver's reason and logging no error", async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    expect((await owner.api.post('/auth/logout', {}, { token: owner.accessToken })).status).to.equal(200);
+    // REST and the handshake share the resolver: the same token is refused with the same words.
+    const rest = await owner.api.get('/auth/profile', { token: owner.accessToken });
+    expect(rest.status, JSON.stringify(rest.body)).to.equal(401);
+    const why = rest.body.message as string;
+    expect(why).to.be.a('string').and.not.equal('');
+
+    expect(await refused(open(owner.orgId, owner.accessToken, 'hs-ended-0001'))).to.deep.equal({ message: 'unauthorized', data: { code: 'unauthorized' } });
+    expect(await logLine('socket refused', 'hs-ended-0001')).to.include({ level: 20, orgId: owner.orgId, kind: 'agent', reason: why });
+    expect(linesOf('hs-ended-0001').filter((l) => l.level >= 50)).to.deep.equal([]);
+  });
+
+  it('refuses a key over its rate limit as unauthorized and logs the failure at error level with the request id', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    const token = await createKey(owner);
+    await connected(open(owner.orgId, token, 'hs-rate-ok-01'));
+
+    expect(await refused(open(owner.orgId, token, 'hs-rate-over1'))).to.deep.equal({ message: 'unauthorized', data: { code: 'unauthorized' } });
+    expect(await logLine('socket refused', 'hs-rate-over1')).to.include({ level: 20, orgId: owner.orgId, kind: 'bot', reason: 'handshake failed' });
+    const failed = await logLine('socket handshake failed', 'hs-rate-over1');
+    expect(failed.level).to.equal(50);
+    expect(failed.err, JSON.stringify(failed)).to.include({ type: 'RateLimited' });
+    // Once, and only for that connection.
+    expect(linesOf('hs-rate-over1').filter((l) => l.level >= 50)).to.have.length(1);
+    expect(linesOf('hs-rate-ok-01').filter((l) => l.level >= 50)).to.deep.equal([]);
+  });
+});
