@@ -34,9 +34,11 @@ function runAt(when: number, fn: () => void): { cancel(): void } {
 const KIND_LABEL: Record<CredentialKind, string> = { api_key: 'bot', access: 'agent', widget_session: 'visitor', unknown: 'unknown' };
 
 /** A handshake refusal: the client's connect_error carries `message` unauthorized or forbidden. */
-function refusal(code: 'unauthorized' | 'forbidden'): Error {
+type RefusalCode = 'unauthorized' | 'forbidden' | 'rate_limited';
+
+function refusal(code: RefusalCode, retryAfterSeconds?: number): Error {
   const err = new Error(code) as Error & { data?: unknown };
-  err.data = { code };
+  err.data = retryAfterSeconds === undefined ? { code } : { code, retryAfter: retryAfterSeconds };
   return err;
 }
 
@@ -75,9 +77,9 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
     const credential = typeof token === 'string' && token.length > 0 ? credentialKind(token) : 'unknown';
     const kind = KIND_LABEL[credential];
-    const refuse = (code: 'unauthorized' | 'forbidden', reason: string) => {
+    const refuse = (code: RefusalCode, reason: string, retryAfterSeconds?: number) => {
       logger.debug({ requestId, orgId, kind, reason }, 'socket refused');
-      next(refusal(code));
+      next(refusal(code, retryAfterSeconds));
     };
     if (typeof token !== 'string' || token.length === 0) return refuse('unauthorized', 'no token');
     if (credential === 'unknown') return refuse('unauthorized', 'not an access or widget_session token');
@@ -105,6 +107,8 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     } catch (err) {
       if (err instanceof AppError && err.status === 401) return refuse('unauthorized', err.message);
       if (err instanceof AppError && err.status === 403) return refuse('forbidden', err.message);
+      // A key over its rate limit: the client's to wait out, as REST's 429 says (not a bad credential, not an error).
+      if (err instanceof AppError && err.status === 429) return refuse('rate_limited', err.message, Number(err.headers['Retry-After']) || 1);
       logger.error({ err, requestId }, 'socket handshake failed');
       return refuse('unauthorized', 'handshake failed');
     }

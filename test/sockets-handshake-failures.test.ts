@@ -1,7 +1,8 @@
 // How the socket handshake maps what the caller resolver throws: a 401 is `unauthorized` with the resolver's own
 // message as the logged reason (no error logged: a stale token is the client's business), anything that is neither
-// 401 nor 403 (here a key over its rate limit, 429) is `unauthorized` too, logged once at error level with the
-// connection's request id, so that an operator sees it, and refused at debug as "handshake failed".
+// 401 nor 403 nor 429 is `unauthorized` too, logged once at error level with the connection's request id, so that an
+// operator sees it, and refused at debug as "handshake failed". A key over its rate limit (429) is `rate_limited`
+// with the seconds to wait, like REST's 429, and logs no error: the client hit a limit, nothing failed.
 import { expect } from 'chai';
 import { io } from 'socket.io-client';
 import { signUp, type SignedUp } from './helpers/factories.js';
@@ -56,18 +57,17 @@ describe('socket handshake failures', function () {
     expect(linesOf('hs-ended-0001').filter((l) => l.level >= 50)).to.deep.equal([]);
   });
 
-  it('refuses a key over its rate limit as unauthorized and logs the failure at error level with the request id', async () => {
+  it('refuses a key over its rate limit as rate_limited with the seconds to wait, and logs no error', async () => {
     const owner = await signUp(app.server, app.baseUrl);
     const token = await createKey(owner);
     await connected(open(owner.orgId, token, 'hs-rate-ok-01'));
 
-    expect(await refused(open(owner.orgId, token, 'hs-rate-over1'))).to.deep.equal({ message: 'unauthorized', data: { code: 'unauthorized' } });
-    expect(await logLine('socket refused', 'hs-rate-over1')).to.include({ level: 20, orgId: owner.orgId, kind: 'bot', reason: 'handshake failed' });
-    const failed = await logLine('socket handshake failed', 'hs-rate-over1');
-    expect(failed.level).to.equal(50);
-    expect(failed.err, JSON.stringify(failed)).to.include({ type: 'RateLimited' });
-    // Once, and only for that connection.
-    expect(linesOf('hs-rate-over1').filter((l) => l.level >= 50)).to.have.length(1);
+    const over = (await refused(open(owner.orgId, token, 'hs-rate-over1'))) as { message: string; data: { code: string; retryAfter: number } };
+    expect(over.message).to.equal('rate_limited');
+    expect(over.data.code).to.equal('rate_limited');
+    expect(over.data.retryAfter).to.be.within(1, 60);
+    expect(await logLine('socket refused', 'hs-rate-over1')).to.include({ level: 20, orgId: owner.orgId, kind: 'bot', reason: 'Too many requests, try again later' });
+    expect(linesOf('hs-rate-over1').filter((l) => l.level >= 50)).to.deep.equal([]);
     expect(linesOf('hs-rate-ok-01').filter((l) => l.level >= 50)).to.deep.equal([]);
   });
 });
