@@ -31,10 +31,6 @@ export interface Job<P> {
 export const JOB_FINISHED = Symbol('job finished by its handler');
 
 /**
- * An UPDATE marking done the claims `(id uuid, attempts int)` that `claims` (a relation in the caller's SQL) lists,
- * unless another instance took a job over after this claim's lease ran out; for a handler's own statement, as a CTE.
- */
-/**
  * A handler's answer when its own statement, still running, records its job done (see `finishJobsSql`): the job's
  * slot is free at once and the queue waits for `written` only where it waits for outcomes (stop, drain). Should the
  * write fail, or the process end first, the job runs again after its lease (runs are at least once anyway).
@@ -43,6 +39,10 @@ export class FinishedBy {
   constructor(readonly written: Promise<void>) {}
 }
 
+/**
+ * An UPDATE marking done the claims `(id uuid, attempts int)` that `claims` (a relation in the caller's SQL) lists,
+ * unless another instance took a job over after this claim's lease ran out; for a handler's own statement, as a CTE.
+ */
 export function finishJobsSql(claims: string): string {
   return `update jobs set status = 'done', last_error = null, locked_until = null, finished_at = now(), updated_at = now()
            where (id, attempts) in (select id, attempts from ${claims})`;
@@ -200,21 +200,25 @@ export class JobQueue {
   }
 
   /**
-   * Inserts `rows` into `table` (a row that conflicts on `conflict` is skipped) and, in the same statement, a job of
-   * `queue` for each row actually inserted, its payload `{ [idKey]: id }`: rows and jobs commit together in one round
-   * trip, for callers that answer only after both are stored (provider webhooks). Answers the inserted ids. With
-   * `wakeWithinMs` the jobs are claimed that much later at most, together with whatever else was inserted meanwhile
-   * (one claim for a burst rather than one per call).
+   * Inserts `rows` into `table` (a row that conflicts on `conflict` is skipped) and, in the same statement, one job of
+   * `queue` per organization for the rows actually inserted, its payload `{ [idsKey]: ids }` (the rows stored
+   * together are processed together): rows and jobs commit together in one round trip, for callers that answer only
+   * after both are stored (provider webhooks). Answers the inserted ids. With `wakeWithinMs` the jobs are claimed
+   * that much later at most, together with whatever else was inserted meanwhile (one claim for a burst).
    */
-  async insertWithJobs(table: string, rows: Record<string, unknown>[], conflict: string[], queue: string, idKey: string, wakeWithinMs = 0): Promise<string[]> {
+  async insertWithJobs(table: string, rows: Record<string, unknown>[], conflict: string[], queue: string, idsKey: string, wakeWithinMs = 0): Promise<string[]> {
     if (!this.queues.has(queue)) throw new Error(`queue ${queue} is not defined`);
     if (rows.length === 0) return [];
     const insert = this.knex(table).insert(rows).onConflict(conflict).ignore().returning(['id', 'organizationId']).toSQL();
     const result = await this.knex.raw(
-      `with inserted as (${insert.sql}) insert into jobs (queue, payload, organization_id) select ?, jsonb_build_object(?::text, inserted.id), inserted.organization_id from inserted returning payload->>? as "rowId"`,
-      [...insert.bindings, queue, idKey, idKey],
+      `with inserted as (${insert.sql}), queued as (
+         insert into jobs (queue, payload, organization_id)
+         select ?, jsonb_build_object(?::text, jsonb_agg(inserted.id)), inserted.organization_id from inserted group by inserted.organization_id
+       )
+       select id from inserted`,
+      [...insert.bindings, queue, idsKey],
     );
-    const ids = ((result.rows ?? result) as { rowId: string }[]).map((r) => r.rowId);
+    const ids = ((result.rows ?? result) as { id: string }[]).map((r) => r.id);
     if (ids.length && wakeWithinMs > 0) this.wakeWithin(queue, wakeWithinMs);
     else if (ids.length) this.poll(queue);
     return ids;

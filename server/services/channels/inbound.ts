@@ -56,7 +56,6 @@ export class ChannelInbound {
    * of its own rows, when a batch failed).
    */
   private readonly storeTogether = tickBatch((webhooks: EventRows[]) => this.storeAll(webhooks), { inFlight: STORE_IN_FLIGHT, max: STORE_BATCH });
-  private wakeTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: { knex: Knex; jobs: JobQueue; provisioning: ChannelProvisioning; perChannelPerMinute: number }) {
     // Per instance: a provider's burst at one channel cannot crowd out the others on this instance.
@@ -158,40 +157,12 @@ export class ChannelInbound {
       }
     }
     try {
-      const inserted = new Set(await this.insertWithJobs(rows));
-      if (inserted.size > 0) this.wakeSoon();
+      // One processing job per organization of the statement: the events stored together are processed together.
+      const inserted = new Set(await this.deps.jobs.insertWithJobs('inbound_events', rows, ['channel_id', 'provider_id'], INBOUND_QUEUE, 'eventIds', WAKE_WITHIN_MS));
       return webhooks.map((webhook) => webhook.filter((row) => inserted.has(row.id)).map((row) => row.id));
     } catch (err) {
       if (webhooks.length === 1) return [err instanceof Error ? err : new Error(String(err))];
       return Promise.all(webhooks.map(async (webhook) => (await this.storeAll([webhook]))[0]!));
     }
-  }
-
-  /**
-   * The new rows and, in the same statement, one processing job per organization for those of its rows that were
-   * new (a row already stored gets none): rows and jobs commit together. A job per statement rather than per event,
-   * since the events stored together are processed together anyway; answers the ids of the new rows.
-   */
-  private async insertWithJobs(rows: EventRows): Promise<string[]> {
-    const { knex } = this.deps;
-    const insert = knex('inbound_events').insert(rows).onConflict(['channel_id', 'provider_id']).ignore().returning(['id', 'organizationId']).toSQL();
-    const result = await knex.raw(
-      `with inserted as (${insert.sql}), queued as (
-         insert into jobs (queue, payload, organization_id)
-         select ?, jsonb_build_object('eventIds', jsonb_agg(inserted.id)), inserted.organization_id from inserted group by inserted.organization_id
-       )
-       select id from inserted`,
-      [...insert.bindings, INBOUND_QUEUE],
-    );
-    return ((result.rows ?? result) as { id: string }[]).map((r) => r.id);
-  }
-
-  private wakeSoon(): void {
-    if (this.wakeTimer) return;
-    this.wakeTimer = setTimeout(() => {
-      this.wakeTimer = null;
-      this.deps.jobs.wake(INBOUND_QUEUE);
-    }, WAKE_WITHIN_MS);
-    this.wakeTimer.unref();
   }
 }
