@@ -345,7 +345,11 @@ describe('AI routes: agent runs, close-inactive, notifications', () => {
     ok(await t.owner.api.patch(`/conversations/${resolved}/status`, { status: 'resolved' }, { token: t.owner.accessToken }), 200);
     ok(await t.owner.api.patch(`/conversations/${pending}/status`, { status: 'pending' }, { token: t.owner.accessToken }), 200);
     const socket = track(await connectOk(baseUrl, t.owner.orgId, t.agent.accessToken));
+    // The join announces its conversation too, through Redis possibly after the ack: awaited here, so that the
+    // updates collected below are close-inactive's own.
+    const joinAnnounced = nextEvent(socket, 'conversation_updated', (p) => p.conversation.id === joined);
     expect((await request(socket, 'join_conversation', { conversationId: joined })).success).to.equal(true);
+    await joinAnnounced;
     const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
     await server.db.knex('conversations').whereIn('id', [idle, assigned, joined, resolved, pending, other.conversationId]).update({ last_message_at: twoHoursAgo });
     const updates = collect(socket, 'conversation_updated');
