@@ -153,7 +153,10 @@ describe('socket privacy and idempotency', () => {
 
     it("never hands a visitor an agent's message (an internal note) whose clientMessageId it repeats", async () => {
       const { owner, visitor, conversationId, agentSocket, visitorSocket } = await live();
+      // The note's own new_message can follow its ack (through Redis): awaited, so that it is not collected below.
+      const noteHeard = nextEvent(agentSocket, 'new_message', (p) => p.message.clientMessageId === 'agent-7');
       const note = ackData(await request(agentSocket, 'send_message', { conversationId, content: 'secret: refund approved up to 500', private: true, clientMessageId: 'agent-7' })).message;
+      expect((await noteHeard).message.id).to.equal(note.id);
       const agentHeard = collect(agentSocket, 'new_message');
       const ack = await request(visitorSocket, 'send_message', { conversationId, content: 'guessing', clientMessageId: 'agent-7' });
       expect(JSON.stringify(ack)).to.not.include('secret');
