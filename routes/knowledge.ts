@@ -23,6 +23,8 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Full-text search over the organization\'s indexed chunks (websearch syntax: "quoted phrases", or, -excluded)',
       query: object({ q: searchQuery, limit: searchLimit, sourceId: uuid }, ['q']),
       response: { status: 200, description: 'Best chunks first', data: { type: 'array', items: SearchHitView } },
+      // A `sourceId` of no source of the organization.
+      errors: [404],
       handler: async ({ query, orgId }) => ({ message: 'Results', data: await k.search(orgId, query.q, { limit: query.limit, sourceId: query.sourceId }) }),
     }),
     defineRoute({
