@@ -50,7 +50,7 @@ export function aiRoutes(s: RouteServices): AnyRoute[] {
       summary: 'An AI reply (senderType ai), stored and delivered live to the visitor and the agents',
       description: 'A repeated clientMessageId answers 200 with the stored message and announces nothing again.',
       params: params('id'), body: object({ organizationId: uuid, content, clientMessageId, metadata: freeForm({ maxBytes: 32_768 }) }, ['organizationId', 'content']),
-      response: { status: 201, description: 'Stored and announced', data: MessageView },
+      response: { status: 201, description: 'Stored and announced', data: MessageView, also: { status: 200, description: 'A repeated `clientMessageId`: the message stored the first time, not announced again' } },
       handler: async ({ params, body }) => {
         const { message, duplicate } = await s.ai.reply(body.organizationId, params.id, body);
         return { status: duplicate ? 200 : 201, message: duplicate ? 'Already stored' : 'Reply sent', data: presentMessage(message) };

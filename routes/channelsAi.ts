@@ -17,7 +17,7 @@ export function channelAiRoutes(s: RouteServices): AnyRoute[] {
       description: 'The channel and the conversation must belong to `organizationId`, and the conversation to the channel (else 404). A repeated `clientMessageId` answers the stored message and queues nothing again.',
       params: params('channelId'),
       body: object({ organizationId: uuid, conversationId: uuid, content, clientMessageId }, ['organizationId', 'conversationId', 'content', 'clientMessageId']),
-      response: { status: 201, description: 'Stored and queued', data: object({ status: { type: 'string', enum: ['queued'] }, message: { type: 'object' } }, ['status', 'message']) },
+      response: { status: 201, description: 'Stored and queued', data: object({ status: { type: 'string', enum: ['queued'] }, message: { type: 'object' } }, ['status', 'message']), also: { status: 200, description: 'A repeated `clientMessageId`: the message stored the first time, not sent again' } },
       errors: [404],
       handler: async ({ params: a, body }) => {
         const channel = await s.channels.provisioning.get(body.organizationId, a.channelId);

@@ -41,7 +41,7 @@ export function contactAiRoutes(s: RouteServices): AnyRoute[] {
         },
         ['organizationId'],
       ),
-      response: { status: 201, description: 'Created (200: an existing contact)', data: object({ contact: ContactView, created: { type: 'boolean' }, conflicts: { type: 'array', items: ConflictView } }) },
+      response: { status: 201, description: 'Created (200: an existing contact)', data: object({ contact: ContactView, created: { type: 'boolean' }, conflicts: { type: 'array', items: ConflictView } }), also: { status: 200, description: 'An existing contact, updated' } },
       errors: [404],
       handler: async ({ body }) => {
         const { organizationId, ...input } = body;

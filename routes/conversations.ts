@@ -83,7 +83,7 @@ export function conversationRoutes(s: RouteServices): AnyRoute[] {
       description: 'A repeated `clientMessageId` answers 200 with the first message and announces nothing again; one already used by another sender in this conversation answers 409. A closed conversation answers 400 invalid_transition.',
       params: params('conversationId'),
       body: object({ content, type: { type: 'string', enum: ['text', 'image', 'file'] }, private: { type: 'boolean' }, clientMessageId, attachments: attachmentIds }, ['content']),
-      response: { status: 201, description: 'Stored and announced', data: MessageView },
+      response: { status: 201, description: 'Stored and announced', data: MessageView, also: { status: 200, description: 'A repeated `clientMessageId`: the message stored the first time, not announced again' } },
       errors: [409],
       handler: async ({ params, body, orgId, actor }) => {
         const { message, duplicate } = await s.messages.send({ type: 'agent', orgId: orgId, userId: actor.userId }, { ...body, conversationId: params.conversationId });

@@ -50,8 +50,8 @@ export function emailRoutes(s: RouteServices): AnyRoute[] {
         variables: { type: 'object', maxProperties: 10, additionalProperties: { type: 'string', maxLength: 5000 }, description: '`summary` (conversation_summary); `ticketNumber`, `status`, `message` (ticket_update)' },
         idempotencyKey: { type: 'string', minLength: 1, maxLength: 200 },
       }, ['organizationId', 'conversationId', 'to', 'template', 'idempotencyKey']),
-      response: { status: 202, description: 'Queued', data: object({ emailId: uuid, status: { type: 'string', enum: ['queued', 'logged'] } }, ['emailId', 'status']) },
-      errors: [404, 409],
+      response: { status: 202, description: 'Queued', data: object({ emailId: uuid, status: { type: 'string', enum: ['queued', 'logged'] } }, ['emailId', 'status']), also: { status: 200, description: 'A replay of `idempotencyKey` with the same body: the mail of the first request, not sent again' } },
+      errors: [404, 409, 429],
       handler: async ({ body }) => {
         const sent = await s.emailSend.send(body);
         return { status: sent.replay ? 200 : 202, message: 'Mail queued', data: { emailId: sent.emailId, status: sent.status } };

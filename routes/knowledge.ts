@@ -23,6 +23,8 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Full-text search over the organization\'s indexed chunks (websearch syntax: "quoted phrases", or, -excluded)',
       query: object({ q: searchQuery, limit: searchLimit, sourceId: uuid }, ['q']),
       response: { status: 200, description: 'Best chunks first', data: { type: 'array', items: SearchHitView } },
+      // A `sourceId` of no source of the organization.
+      errors: [404],
       handler: async ({ query, orgId }) => ({ message: 'Results', data: await k.search(orgId, query.q, { limit: query.limit, sourceId: query.sourceId }) }),
     }),
     defineRoute({
@@ -114,6 +116,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
     defineRoute({
       method: 'patch', path: '/knowledge/:documentId', operationId: 'updateKnowledge', tag, auth: admin,
       summary: 'Edit a source; new content reindexes it, `isPaused` pauses or resumes it (the status itself is never set)',
+      description: 'A file source still awaiting its upload cannot be paused (400): confirm the upload first.',
       params: params('documentId'),
       body: { ...object({ title, catalog: { type: ['string', 'null'], maxLength: 100 }, content: sourceContent, isPaused: { type: 'boolean' }, syncFrequency }), minProperties: 1 },
       response: { status: 200, description: 'Source', data: KnowledgeSourceView },

@@ -19,6 +19,8 @@ export function knowledgeAiRoutes(s: RouteServices): AnyRoute[] {
       description: 'Vector ranking uses the chunks that have an embedding of the same length (PUT /knowledge/ai/{documentId}/embeddings), by cosine similarity.',
       body: object({ organizationId: uuid, q: searchQuery, limit: searchLimit, sourceId: uuid, embedding }, ['organizationId', 'q']),
       response: { status: 200, description: 'Best chunks first', data: { type: 'array', items: SearchHitView } },
+      // A `sourceId` of no source of the organization.
+      errors: [404],
       handler: async ({ body }) => ({ message: 'Results', data: await k.search(body.organizationId, body.q, { limit: body.limit, sourceId: body.sourceId, embedding: body.embedding }) }),
     }),
     defineRoute({

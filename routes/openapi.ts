@@ -39,6 +39,8 @@ function impliedErrors(route: AnyRoute): number[] {
   }
   if (route.auth.kind !== 'public') codes.add(401);
   if (route.auth.kind === 'org') codes.add(403);
+  // An API key on a route that takes an operator's own token (personal and owner routes) is refused with 403.
+  if (route.auth.kind === 'bearer' || (route.auth.kind === 'public' && route.auth.optionalBearer)) codes.add(403);
   if (route.auth.kind === 'ai') codes.add(503);
   if (route.params) codes.add(404);
   if (route.rateLimit) codes.add(429);
@@ -75,6 +77,7 @@ export function buildOpenApi(routes: AnyRoute[], info: { serverUrl: string }) {
     const responses: Record<string, unknown> = {
       [route.response.status]: { description: route.response.description, content: { 'application/json': { schema: success } } },
     };
+    if (route.response.also) responses[route.response.also.status] = { description: route.response.also.description, content: { 'application/json': { schema: success } } };
     for (const code of impliedErrors(route)) {
       responses[code] = { description: ERROR_TEXT[code] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     }

@@ -84,7 +84,8 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown, A extends Route
   documentedBody?: JsonSchema;
   query?: JsonSchema;
   params?: JsonSchema;
-  response: { status: number; description: string; data?: JsonSchema; paginated?: boolean };
+  /** `also`: a second success status the handler answers with the same body (a replay's 200, an upsert's update). */
+  response: { status: number; description: string; data?: JsonSchema; paginated?: boolean; also?: { status: number; description: string } };
   /** Error statuses beyond those implied by auth, schemas and rate limit. */
   errors?: number[];
   /** The API key scope this route needs; default from its path and method (services/apiKeys/scopes.ts), null: no key. */

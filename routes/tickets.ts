@@ -96,7 +96,7 @@ export function ticketRoutes(s: RouteServices): AnyRoute[] {
         'Queued in the mail outbox From "<organization> via <platform>" (MAIL_FROM\'s address), subject "[#number] title", with its own Message-ID, In-Reply-To the previous mail\'s and References the thread. A ticket without requester email: 400 validation_failed; a closed or merged ticket: 400 invalid_transition. A repeated `clientMessageId` answers 200 with the first reply and sends nothing. The status does not change.',
       params: params('ticketId'),
       body: object({ content: eventText, clientMessageId: { type: 'string', minLength: 1, maxLength: CLIENT_MESSAGE_ID_MAX }, cc: { type: 'array', maxItems: 10, uniqueItems: true, items: email } }, ['content']),
-      response: { status: 201, description: 'The reply event and its delivery', data: object({ event: TicketEventView, delivery: DeliveryView }) },
+      response: { status: 201, description: 'The reply event and its delivery', data: object({ event: TicketEventView, delivery: DeliveryView }), also: { status: 200, description: 'A repeated `clientMessageId`: the reply stored the first time, not sent again' } },
       load,
       handler: async ({ orgId, actor, params, body }) => {
         const { event, delivery, duplicate } = await s.tickets.reply(agentOf(orgId, actor.userId), params.ticketId, body);

@@ -21,7 +21,7 @@ export function ticketAiRoutes(s: RouteServices): AnyRoute[] {
         { organizationId: uuid, idempotencyKey, title, description: { ...description, type: 'string' }, priority, conversationId: uuid, contactId: uuid, requesterName: personName, requesterEmail: email },
         ['organizationId', 'idempotencyKey', 'title'],
       ),
-      response: { status: 201, description: 'Created (200: the ticket of an earlier request with this key)', data: TicketView },
+      response: { status: 201, description: 'Created (200: the ticket of an earlier request with this key)', data: TicketView, also: { status: 200, description: 'A replay of `idempotencyKey` with the same body: the ticket of the first request' } },
       errors: [404, 409],
       handler: async ({ body }) => {
         const { organizationId, ...input } = body;

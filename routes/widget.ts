@@ -79,7 +79,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Start a conversation with a first message',
       description: '`content` is required (`message`, its old name here, is still accepted). A repeated `clientMessageId` answers 200 with the conversation it already started and announces nothing again.',
       body: object({ content, message: aliasOf('content', content), source, clientMessageId }),
-      response: { status: 201, description: 'The conversation and its first message', data: object({ conversation: VisitorConversationView, message: MessageView }) },
+      response: { status: 201, description: 'The conversation and its first message', data: object({ conversation: VisitorConversationView, message: MessageView }), also: { status: 200, description: 'A repeated `clientMessageId`: the conversation started the first time' } },
       handler: async ({ visitor, body }) => {
         const text = unalias<string>(body, 'content', 'message', { required: true })!;
         const { conversation, message, duplicate } = await s.messages.send(
@@ -111,7 +111,7 @@ export function widgetRoutes(s: RouteServices): AnyRoute[] {
         'A repeated `clientMessageId` answers 200 with the first message; one already used by another sender in this conversation answers 409.',
       params: params('conversationId'),
       body: object({ content, type: { type: 'string', enum: ['text', 'image', 'file'] }, clientMessageId, attachments: attachmentIds }, ['content']),
-      response: { status: 201, description: 'Stored and announced', data: MessageView },
+      response: { status: 201, description: 'Stored and announced', data: MessageView, also: { status: 200, description: 'A repeated `clientMessageId`: the message stored the first time, not announced again' } },
       errors: [409],
       handler: async ({ visitor, params, body }) => {
         assertVisitorMessage(body, 'body');

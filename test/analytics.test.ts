@@ -262,6 +262,9 @@ describe('Analytics: owners, tenants and input', () => {
       'timezone=Mars/Olympus',
       'agentId=42',
       'channel=',
+      // Years before 1000 (0..99 would otherwise be read as 1900..1999).
+      'from=0050-01-01&to=0050-12-31',
+      'from=0050-01-01T00:00:00Z&to=0050-06-01T00:00:00Z',
     ];
     for (const q of bad) expectApiError(await get(owner, `/analytics/summary?${q}`), 400, 'validation_failed');
     expectApiError(await get(owner, '/analytics/trends?timezone=Nowhere/City'), 400, 'validation_failed');

@@ -176,6 +176,19 @@ describe('Channels: Telegram and WhatsApp', function () {
       expect(conversation).to.include({ channel: 'whatsapp', channelAddress: '4915112345678' });
     });
 
+    it('keeps the message of a customer whose profile name is longer than a contact\'s name holds (cut to 200)', async () => {
+      const name = 'N'.repeat(300);
+      const raw = webhook({ messaging_product: 'whatsapp', contacts: [{ wa_id: '4915187654321', profile: { name } }], messages: [{ id: 'wamid.LONGNAME', from: '4915187654321', type: 'text', text: { body: 'Hello with a long name' } }] });
+      expect(ok(await post(raw), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
+      await quiesce(test.server);
+      const event = (await inboundEvents(test.server, channelId)).find((e) => e.conversationId && e.status === 'processed' && e.providerId === 'wamid.LONGNAME');
+      expect(event, JSON.stringify(await inboundEvents(test.server, channelId))).to.not.equal(undefined);
+      const conversation = await test.server.db.knex('conversations').where({ id: event!.conversationId }).first();
+      expect(conversation.visitorName).to.equal(name.slice(0, 200));
+      const contact = await test.server.db.knex('contacts').where({ id: conversation.contactId }).first();
+      expect(contact.name).to.equal(name.slice(0, 200));
+    });
+
     it('stores webhooks arriving together in one statement, each answered for its own events; a bad one fails alone', async () => {
       const { inbound, provisioning } = test.server.services.channels;
       const channel = (await provisioning.byId(channelId))!;

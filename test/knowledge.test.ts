@@ -159,6 +159,20 @@ describe('knowledge', function () {
     expect((await other.api.post(`/conversations/${conversationId}/assist`, {}, { token: other.accessToken })).status).to.equal(404);
   });
 
+  it('refuses to pause a file source still awaiting its upload, which then indexes once confirmed', async () => {
+    const { server, baseUrl } = sharedServer();
+    const text = Buffer.from('Parcels are shipped every weekday from the warehouse.');
+    const req = await owner.api.post('/knowledge/request-upload', { title: 'Shipping', fileName: 'shipping.txt', mimeType: 'text/plain', sizeBytes: text.length }, tok());
+    expect(req.status, JSON.stringify(req.body)).to.equal(201);
+    const paused = await owner.api.patch(`/knowledge/${req.body.data.documentId}`, { isPaused: true }, tok());
+    expect(paused.status, JSON.stringify(paused.body)).to.equal(400);
+    expect(paused.body.error.code).to.equal('validation_failed');
+    expect((await owner.api.get(`/knowledge/${req.body.data.documentId}`, tok())).body.data.status).to.equal('awaiting_upload');
+    await fetch(reachable(req.body.data.upload.url, baseUrl), { method: 'PUT', headers: req.body.data.upload.headers, body: new Uint8Array(text) });
+    expect((await owner.api.post(`/knowledge/${req.body.data.documentId}/confirm`, {}, tok())).status).to.equal(200);
+    expect((await indexed(server, owner, req.body.data.documentId)).status).to.equal('indexed');
+  });
+
   it('answers 403 past the plan\'s knowledgeSources limit', async () => {
     const { server, baseUrl } = sharedServer();
     const small = await signUp(server, baseUrl);

@@ -91,7 +91,9 @@ describe('OpenAPI document', () => {
 
       const codes = Object.keys(op.responses ?? {});
       expect(codes, `${where} documents its success status`).to.include(String(route!.response.status));
-      expect(codes.filter((c) => /^2\d\d$/.test(c)), `${where} has one success response`).to.have.length(1);
+      // One success response, plus the second one (a replay's or an upsert's 200) where the route answers it.
+      const successes = [route!.response.status, ...(route!.response.also ? [route!.response.also.status] : [])].map(String);
+      expect(codes.filter((c) => /^2\d\d$/.test(c)), `${where} documents each success status it answers`).to.have.members(successes);
       for (const [code, response] of Object.entries(op.responses!)) expect(response.description, `${where} ${code} description`).to.be.a('string').and.not.equal('');
 
       expect(op.security, `${where} declares its security`).to.be.an('array');
@@ -128,6 +130,30 @@ describe('OpenAPI document', () => {
         expect(op.responses![code]!.content, `${where} ${code} body`).to.deep.equal({ 'application/json': { schema: { $ref: '#/components/schemas/Error' } } });
       }
     }
+  });
+
+  it('documents the 200 of a replay (or an upsert) beside the first answer\'s status, with the same body', () => {
+    const replays = ['aiReply', 'sendChannelMessageAi', 'aiUpsertContact', 'replyToConversation', 'sendEmailAi', 'replyToTicket', 'aiCreateTicket', 'startWidgetConversation', 'sendWidgetMessage'];
+    const byId = new Map(operations().map((o) => [o.op.operationId, o]));
+    for (const id of replays) {
+      const found = byId.get(id);
+      expect(found, id).to.not.equal(undefined);
+      const first = Object.keys(found!.op.responses!).find((c) => c !== '200' && /^2\d\d$/.test(c))!;
+      expect(found!.op.responses, id).to.have.property('200');
+      expect(found!.op.responses!['200']!.content, id).to.deep.equal(found!.op.responses![first]!.content);
+    }
+  });
+
+  it('documents 403 where an API key is refused (personal and owner routes) and a search\'s unknown sourceId (404)', () => {
+    const { registry } = sharedServer().server;
+    const byId = new Map(registry.routes.map((r) => [r.operationId, r]));
+    for (const { method, path, op } of operations()) {
+      const auth = byId.get(op.operationId!)!.auth as { kind: string; optionalBearer?: boolean };
+      if (auth.kind === 'bearer' || (auth.kind === 'public' && auth.optionalBearer)) expect(op.responses, `${method.toUpperCase()} ${path}`).to.have.property('403');
+    }
+    expect(doc.paths['/api/v1/knowledge/search'].get.responses).to.have.property('404');
+    expect(doc.paths['/api/v1/knowledge/ai/search'].post.responses).to.have.property('404');
+    expect(doc.paths['/api/v1/email/send'].post.responses).to.have.property('429');
   });
 
   it('describes every path parameter', () => {

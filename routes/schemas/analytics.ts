@@ -5,7 +5,7 @@ const seconds = (what: string) => ({ type: ['integer', 'null'], description: `${
 const count = (description: string) => ({ type: 'integer', description }) as const;
 
 export const analyticsQuery = {
-  from: { type: 'string', maxLength: 40, description: 'Start of the period: an ISO date (the start of that day in `timezone`) or date-time with a zone. Default: 30 days before `to`' },
+  from: { type: 'string', maxLength: 40, description: 'Start of the period: an ISO date (the start of that day in `timezone`) or date-time with a zone, in the year 1000 or later (both bounds). Default: 30 days before `to`' },
   to: { type: 'string', maxLength: 40, description: 'End of the period (exclusive): an ISO date (that whole day is included) or date-time. Default: now. At most 366 days after `from`; `from` after `to` is 400' },
   timezone: { type: 'string', maxLength: 64, description: "IANA zone the days are counted in (400 when unknown). Default: the organization's `settings.timezone`, else UTC" },
   channel: { type: 'string', minLength: 1, maxLength: 30, description: 'Only conversations (and their messages) of this channel; tickets are not filtered by channel' },

@@ -18,6 +18,8 @@ export interface AnalyticsRange {
 export const MAX_RANGE_DAYS = 366;
 export const DEFAULT_RANGE_DAYS = 30;
 const DAY_MS = 86_400_000;
+/** The earliest year a bound may name (zone offsets and calendar days are computed through Date.UTC). */
+const MIN_YEAR = 1000;
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 // An ISO 8601 date-time with a zone (a zoneless one would be read in the server's zone, which means nothing here).
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
@@ -53,6 +55,8 @@ function parseBound(value: string, field: 'from' | 'to', zone: string): Date {
   const date = DATE_ONLY.exec(value);
   if (date) {
     const [y, m, d] = [Number(date[1]), Number(date[2]), Number(date[3])];
+    // Date.UTC reads the years 0..99 as 1900..1999: a period of year 0050 would silently be one of 1950.
+    if (y < MIN_YEAR) throw invalid(field, `must be in the year ${MIN_YEAR} or later`);
     const check = new Date(Date.UTC(y, m - 1, d));
     if (check.getUTCMonth() !== m - 1 || check.getUTCDate() !== d) throw invalid(field, 'is not a calendar date');
     // A date-only `to` includes that whole day.
@@ -60,6 +64,7 @@ function parseBound(value: string, field: 'from' | 'to', zone: string): Date {
   }
   const at = DATE_TIME.test(value) ? Date.parse(value) : Number.NaN;
   if (Number.isNaN(at)) throw invalid(field, 'must be an ISO date (YYYY-MM-DD) or date-time with a zone');
+  if (new Date(at).getUTCFullYear() < MIN_YEAR) throw invalid(field, `must be in the year ${MIN_YEAR} or later`);
   return new Date(at);
 }
 

@@ -81,7 +81,7 @@ export class ApiKeyService {
   /** Creates the key and its bot user in one transaction; the returned token is never retrievable again. */
   async create(orgId: string, createdBy: string, input: CreateApiKeyInput): Promise<{ key: ApiKey; token: string }> {
     const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
-    if (expiresAt && expiresAt.getTime() <= Date.now()) throw new ValidationFailed('expiresAt must be in the future', [{ field: 'body.expiresAt', message: 'must be in the future' }]);
+    if (expiresAt && expiresAt.getTime() <= Date.now()) throw new ValidationFailed('expiresAt must be in the future', [{ field: 'expiresAt', message: 'must be in the future' }]);
     const count = await this.deps.models.ApiKey.forOrg(orgId).whereNull('revokedAt').resultSize();
     if (count >= MAX_KEYS_PER_ORG) throw new ValidationFailed(`An organization has at most ${MAX_KEYS_PER_ORG} active API keys`);
     const id = randomUUID();

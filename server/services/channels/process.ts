@@ -22,6 +22,8 @@ import type { InboundMediaStore } from './media.js';
 import { MESSAGE_CONTENT_MAX } from '../../limits.js';
 
 const SUBJECT_NUMBER = /\[#(\d{1,9})\]/;
+/** contacts.name and conversations.visitor_name are varchar(200). */
+const SENDER_NAME_MAX = 200;
 
 /** What one statement finds for a sender: the contact of its channel identity, and that contact's open conversation on the channel. */
 interface SenderLookup {
@@ -207,8 +209,11 @@ export class InboundProcessor {
     return ticket && ticket.requesterEmail?.toLowerCase() === mail.from.toLowerCase() ? ticket : null;
   }
 
-  private async toConversation(channel: ChannelRow, event: InboundEventRow, mail: InboundMessage, lookedUp: SenderLookup | null): Promise<string> {
+  private async toConversation(channel: ChannelRow, event: InboundEventRow, received: InboundMessage, lookedUp: SenderLookup | null): Promise<string> {
     const { knex } = this.deps;
+    // A sender's display name is whatever the provider passed on (a WhatsApp profile, a mail's From): it is cut to
+    // what a contact's and a conversation's name hold, or the insert fails and the message is lost after the retries.
+    const mail = received.fromName && received.fromName.length > SENDER_NAME_MAX ? { ...received, fromName: received.fromName.slice(0, SENDER_NAME_MAX) } : received;
     const orgId = channel.organizationId;
     // A reply to a mail we sent for a conversation goes back to that conversation.
     const ids = [mail.inReplyTo, ...mail.references].filter((x): x is string => !!x);

@@ -137,6 +137,8 @@ export class KnowledgeService {
       const source = await this.models.KnowledgeSource.forOrg(orgId, trx).findById(id).forUpdate();
       if (!source) throw new NotFound('Knowledge source');
       if (input.content !== undefined && source.source !== 'text' && source.source !== 'faq') throw new ValidationFailed('Only text and FAQ sources have editable content', [{ field: 'content', message: 'not editable for this source' }]);
+      // Pausing would forget that the file never arrived: unpaused, it would be indexed without one and fail.
+      if (input.isPaused === true && source.status === 'awaiting_upload') throw new ValidationFailed('A source awaiting its upload cannot be paused', [{ field: 'isPaused', message: 'the file has not been confirmed yet' }]);
       const patch: Partial<KnowledgeSource> = {};
       if (input.title !== undefined) patch.title = input.title;
       if (input.catalog !== undefined) patch.catalog = input.catalog;
