@@ -116,6 +116,7 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
     defineRoute({
       method: 'patch', path: '/channels/:channelId/email/addresses', operationId: 'setEmailChannelAddresses', tag, auth: admin,
       summary: 'The addresses an email channel receives mail for',
+      description: 'Mail from SES (through SNS) sent to one of these addresses reaches the channel only once the organization has verified the address\'s domain (`POST /email/identity/verify`); until then, and always for forwarded mail, use the channel\'s `in+<token>` address.',
       params: params('channelId'), load,
       body: addressesBody,
       response: { status: 200, description: 'The channel', data: ChannelView },

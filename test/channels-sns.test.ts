@@ -35,6 +35,7 @@ describe('Channels: SES inbound through SNS', function () {
   let test: TestServer;
   let owner: SignedUp;
   let channel: { id: string; config: { smtpAddress: string } };
+  const acmeDomain = `acme-${randomUUID().slice(0, 8)}.sns.test`;
   const topic = 'arn:aws:sns:eu-west-1:123456789012:ses-inbound';
 
   before(async () => {
@@ -48,9 +49,16 @@ describe('Channels: SES inbound through SNS', function () {
     fakeUrl = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
     test = await startTestServer({ ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, EMAIL_INBOUND_SNS: 'true', SNS_CERT_URL_PATTERN: `^${fakeUrl.replace(/\./g, '\\.')}/`, INBOUND_EMAIL_DOMAIN: 'in.sns.test', SNS_TOPIC_ARNS: `arn:aws:sns:us-east-1:123456789012:other, ${topic}` });
     owner = await signUp(test.server, test.baseUrl);
-    const created = ok(await owner.api.post('/channels/email', { name: 'SES', address: 'support@sns-acme.test' }, { token: owner.accessToken }), 201);
+    const created = ok(await owner.api.post('/channels/email', { name: 'SES', address: `support@${acmeDomain}` }, { token: owner.accessToken }), 201);
     channel = { id: created.channel.id, config: { smtpAddress: created.inbound.smtpAddress } };
+    await domainVerified(owner.orgId, acmeDomain);
   });
+
+  /** What a found DNS record makes of the organization's identity (the lookup itself is tested with the identity). */
+  const domainVerified = (orgId: string, domain: string) =>
+    test.server.db.knex('email_identities')
+      .insert({ organizationId: orgId, verificationToken: randomUUID().replace(/-/g, ''), fromAddress: `support@${domain}`, verifiedDomain: domain, domainVerifiedAt: new Date() })
+      .onConflict('organization_id').merge({ fromAddress: `support@${domain}`, verifiedDomain: domain, domainVerifiedAt: new Date() });
 
   after(async () => {
     await test?.stop();
@@ -93,11 +101,33 @@ describe('Channels: SES inbound through SNS', function () {
 
     // Base64 content to one of the channel's own addresses.
     const other = `<${randomUUID()}@customer.test>`;
-    const encoded = signed(notification('support@sns-acme.test', mime({ from: customer, subject: 'Again', text: 'Encoded', messageId: other }), 'BASE64'), '2', `${fakeUrl}/cert.pem`);
+    const encoded = signed(notification(`support@${acmeDomain}`, mime({ from: customer, subject: 'Again', text: 'Encoded', messageId: other }), 'BASE64'), '2', `${fakeUrl}/cert.pem`);
     expect(ok(await post(encoded), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
     // Mail for an address no channel takes is acknowledged and dropped.
     const nobody = signed(notification('nobody@elsewhere.test', mime({ from: customer, subject: 'x', text: 'x', messageId: `<${randomUUID()}@c.test>` })), '2', `${fakeUrl}/cert.pem`);
     expect(ok(await post(nobody), 200)).to.deep.equal({ stored: 0, duplicates: 0 });
+  });
+
+  it("delivers mail for a listed address only to the organization that verified the address's domain", async () => {
+    // Unique per run: earlier runs on the same database left channels listing their own addresses.
+    const victimDomain = `victim-${randomUUID().slice(0, 8)}.sns.test`;
+    // Another organization lists the address first: listing proves nothing, so it must not receive the mail.
+    const squatter = await signUp(test.server, test.baseUrl);
+    const squatted = ok(await squatter.api.post('/channels/email', { name: 'Not theirs', address: `help@${victimDomain}` }, { token: squatter.accessToken }), 201);
+    const victim = await signUp(test.server, test.baseUrl);
+    const own = ok(await victim.api.post('/channels/email', { name: 'Help', address: `help@${victimDomain}` }, { token: victim.accessToken }), 201);
+    const mail = () => {
+      const messageId = `<${randomUUID()}@customer.test>`;
+      return { messageId, body: signed(notification(`help@${victimDomain}`, mime({ from: uniqueEmail('victim'), subject: 'Help', text: 'Where is my order?', messageId })), '2', `${fakeUrl}/cert.pem`) };
+    };
+    const before = mail();
+    expect(ok(await post(before.body), 200)).to.deep.equal({ stored: 0, duplicates: 0 });
+    await domainVerified(victim.orgId, victimDomain);
+    const after = mail();
+    expect(ok(await post(after.body), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
+    await quiesce(test.server);
+    expect((await inboundEvents(test.server, own.channel.id)).map((e) => e.providerId)).to.deep.equal([after.messageId]);
+    expect(await inboundEvents(test.server, squatted.channel.id)).to.deep.equal([]);
   });
 
   it('refuses tampered, unsigned, wrong-version and foreign-certificate messages with 401, storing nothing', async () => {

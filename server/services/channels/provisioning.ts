@@ -87,11 +87,27 @@ export class ChannelProvisioning {
     return value;
   }
 
-  /** The email channel mail to `address` is for: `in+<token>@INBOUND_EMAIL_DOMAIN`, else one of its addresses. */
+  /**
+   * The email channel mail to `address` is for: `in+<token>@INBOUND_EMAIL_DOMAIN`, else a channel listing the
+   * address whose organization has verified the address's domain. Any organization can list any address on its
+   * channel, so without that proof the first to list `support@acme.example` would receive Acme's mail.
+   */
   async byAddress(address: string): Promise<ChannelRow | null> {
     const token = new RegExp(`^in\\+([0-9a-f]{24})@${this.deps.urls.inboundEmailDomain.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'i').exec(address)?.[1];
     if (token) return this.byInboundToken(token);
-    return ((await this.deps.knex('channels').where({ type: 'email' }).whereRaw(`config->'emails' @> ?::jsonb`, [JSON.stringify([address.toLowerCase()])]).orderBy('createdAt').first()) as ChannelRow | undefined) ?? null;
+    const lower = address.toLowerCase();
+    const domain = lower.slice(lower.lastIndexOf('@') + 1);
+    if (!domain || !lower.includes('@')) return null;
+    const row = (await this.deps.knex('channels as c')
+      .join('email_identities as i', 'i.organizationId', 'c.organizationId')
+      .where('c.type', 'email')
+      .whereRaw(`c.config->'emails' @> ?::jsonb`, [JSON.stringify([lower])])
+      .where('i.verifiedDomain', domain)
+      .whereNotNull('i.domainVerifiedAt')
+      .select('c.*')
+      .orderBy('c.createdAt')
+      .first()) as ChannelRow | undefined;
+    return row ?? null;
   }
 
   async byInboundToken(token: string): Promise<ChannelRow | null> {
