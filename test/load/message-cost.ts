@@ -41,7 +41,7 @@ async function finish(code: number): Promise<never> {
 if (!(await knex.raw(`select 1 from pg_extension where extname = 'pg_stat_statements'`)).rows.length) await knex.raw('create extension pg_stat_statements');
 
 /** What runs beside the sends on its own clock (the analytics rollup, the job queue's poll): not part of their cost. */
-const BACKGROUND = /analytics_hourly|message_rollup|with counted|from jobs/i;
+const BACKGROUND = /analytics_|message_rollup|with counted|from jobs|as day from conversations/i;
 
 interface StatRow {
   key: string;

@@ -78,7 +78,7 @@ export interface AppendResultRow {
 }
 
 export function appendedOf(row: AppendResultRow): Appended {
-  const conversation = rowFromJson<Conversation>(row.conversation, 'batch_');
+  const conversation = rowFromJson<Conversation>(row.conversation);
   return { conversation, message: rowFromJson<Message>(row.message), reopened: row.previous_status === 'resolved' && conversation.status === 'open' };
 }
 
@@ -95,7 +95,10 @@ export function appendedOf(row: AppendResultRow): Appended {
 // A customer's message (sender_type visitor) counts as unread and reopens a resolved conversation; an agent's marks
 // a human joined, and a public one the first reply; public agent and AI messages the first response; the first
 // human reply counts from the escalation (a reply before it is replaced by the first one after it).
-// The rows come back as json text (row_to_json, half the work of to_jsonb, which also sorts and binary-encodes keys).
+// The rows come back as json text (row_to_json, half the work of to_jsonb, which also sorts and binary-encodes keys),
+// built in each write's RETURNING. The input is joined once: the locked target carries the send's columns on to the
+// update, and the update's answer carries them on to the insert (each join of a CTE builds a hash table of its own,
+// most of a small batch's fixed cost).
 // updated_at moves only when one of those changes the conversation itself (readers take the later of it and
 // last_message_at): a plain message then changes no indexed column, so its row update is a heap-only (HOT) update
 // that adds no entry to any of the conversation's indexes. On PostgreSQL 15 and older the BRIN index on updated_at
@@ -107,7 +110,7 @@ with input as (
     contact_id uuid, content text, type text, private boolean, metadata jsonb, client_message_id text, batched boolean, decline_reopen boolean)
 ),
 target as (
-  select c.id, i.ord, c.status as previous_status
+  select c.id, c.status as previous_status, i.ord, i.organization_id, i.sender_type, i.sender_id, i.content, i.type, i.private, i.metadata, i.client_message_id
   from conversations c join input i on i.conversation_id = c.id
   where c.id = any(array(select conversation_id from input))
     and c.organization_id = i.organization_id and c.status <> 'closed'
@@ -134,19 +137,20 @@ conv as (
     first_response_at = case when i.sender_type in ('agent', 'ai') and not i.private then coalesce(c.first_response_at, $2::timestamptz) else c.first_response_at end,
     first_human_reply_at = case when i.sender_type = 'agent' and not i.private and (c.first_human_reply_at is null or c.first_human_reply_at < c.escalated_at) then $2::timestamptz else c.first_human_reply_at end,
     first_human_reply_by = case when i.sender_type = 'agent' and not i.private and (c.first_human_reply_at is null or c.first_human_reply_at < c.escalated_at) then i.sender_id else c.first_human_reply_by end
-  from target t join input i on i.ord = t.ord
-  where c.id = t.id
+  from target i
+  where c.id = i.id
     and (i.client_message_id is null or not exists (
       select 1 from messages m where m.conversation_id = c.id and m.client_message_id = i.client_message_id))
-  returning c.*, t.previous_status as batch_previous_status, i.ord as batch_ord
+  returning c.id, c.last_seq, i.ord as batch_ord, i.previous_status as batch_previous_status, row_to_json(c) as conversation,
+    i.organization_id, i.sender_type, i.sender_id, i.content, i.type, i.private, i.metadata, i.client_message_id
 ),
 msg as (
-  insert into messages (organization_id, conversation_id, seq, sender_type, sender_id, content, type, private, metadata, client_message_id)
-  select i.organization_id, i.conversation_id, conv.last_seq, i.sender_type, i.sender_id, i.content, i.type, i.private, i.metadata, i.client_message_id
-  from conv join input i on i.ord = conv.batch_ord
-  returning *
+  insert into messages as m (organization_id, conversation_id, seq, sender_type, sender_id, content, type, private, metadata, client_message_id)
+  select organization_id, id, last_seq, sender_type, sender_id, content, type, private, metadata, client_message_id
+  from conv
+  returning m.id, m.organization_id, m.conversation_id, m.private, row_to_json(m) as message
 )
-select conv.batch_ord as ord, conv.batch_previous_status as previous_status, row_to_json(conv) as conversation, row_to_json(msg) as message
+select conv.batch_ord as ord, conv.batch_previous_status as previous_status, conv.conversation, msg.message
 from conv join msg on msg.conversation_id = conv.id`;
 
 /**
