@@ -150,6 +150,10 @@ describe('webhook events recorded by a send', function () {
     expect(new Set(rows.map((r: any) => r.eventId)).size, 'one event id for every subscription').to.equal(1);
     const deliveryJobs = await knex('jobs').where({ queue: 'webhook-delivery', organization_id: owner.orgId }).whereRaw(`payload->>'deliveryId' = any(?)`, [rows.map((r: any) => r.id)]);
     expect(deliveryJobs).to.have.length(2);
+    // An admin's redelivery is a second row of the same event on purpose: the uniqueness does not refuse it.
+    const again = await owner.api.post(`/webhooks/${hooks[0]}/deliveries/${rows.find((r: any) => r.webhookId === hooks[0]).id}/redeliver`, undefined, { token: owner.accessToken });
+    expect(again.status, JSON.stringify(again.body)).to.equal(202);
+    expect(again.body.data.eventId).to.equal(rows[0].eventId);
   });
 
   it('writes no fan-out job for a message whose transaction rolled back', async () => {
