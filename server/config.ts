@@ -397,7 +397,7 @@ export interface JobQueueSelection {
 
 /**
  * `JOB_QUEUES`: unset or `all` for every queue, `none` for an instance that runs no background jobs, a list of
- * queues (`channel-inbound,channel-delivery`), or all but some (`-webhook-delivery,-knowledge-index`).
+ * queues (`channel-inbound,channel-delivery`), or all but some (`-webhook-fanout,-webhook-delivery,-knowledge-index`).
  */
 function jobQueuesOf(text: string | null, problems: string[]): JobQueueSelection {
   const value = text?.trim().toLowerCase() ?? 'all';

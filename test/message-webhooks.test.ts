@@ -1,10 +1,13 @@
 // The webhook events a send records with the message, whichever path stores it: conversation.created for a
 // conversation a customer opens, message.created for every public message (batched or not) and never for an
 // internal note; an organization without such a subscription gets nothing recorded, and its sends still batch.
+// message.created deliveries are written by the fan-out job a send's statement writes (one per organization and
+// statement), for the subscriptions that exist, are enabled and were created no later than the message.
 import { expect } from 'chai';
 import type { StatementFactory } from '../db/statements.js';
 import { MessageService, type Sender } from '../server/services/messages/index.js';
-import { WEBHOOK_QUEUE } from '../server/services/webhooks/queue.js';
+import { WEBHOOK_FANOUT_QUEUE } from '../server/services/webhooks/queue.js';
+import { fannedOut } from './helpers/webhookFanout.js';
 import { signUp, type SignedUp } from './helpers/factories.js';
 import { newVisitor, startConversation } from './helpers/live.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -28,10 +31,11 @@ describe('webhook events recorded by a send', function () {
   const subscribe = async (owner: SignedUp, events: string[]) => {
     const res = await owner.api.post('/webhooks', { url: 'http://127.0.0.1:9/hook', events }, { token: owner.accessToken });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
-    return res.body.data.id as string;
+    return res.body.data.webhook.id as string;
   };
   /** What was recorded for the organization, oldest first: [event, the message's content or the conversation's id]. */
   const recorded = async (orgId: string) => {
+    await fannedOut(app.server, orgId);
     const knex = app.server.db.knex;
     const rows = await knex('webhook_deliveries as d').leftJoin('messages as m', 'm.id', 'd.message_id').where('d.organization_id', orgId).orderBy('d.created_at').orderBy('d.id').select('d.event_type', 'd.payload', 'm.content');
     return rows.map((r: any) => [r.eventType, r.content ?? r.payload?.conversation?.id ?? null]);
@@ -64,21 +68,21 @@ describe('webhook events recorded by a send', function () {
     expect(events.slice(2)).to.deep.equal([['message.created', 'a reply'], ['message.created', 'thanks'], ['message.created', 'another reply']]);
   });
 
-  it('wakes the delivery queue once a batched message and its deliveries are committed, rather than leaving them to the next poll', async () => {
+  it('wakes the fan-out queue once a batched message and its fan-out job are committed, rather than leaving them to the next poll', async () => {
     const owner = await signUp(app.server, app.baseUrl);
     await subscribe(owner, ['message.created']);
     const visitor = await newVisitor(owner);
     const { conversationId } = await startConversation(visitor, 'hello');
     const { jobs } = app.server;
     const knex = app.server.db.knex;
-    // Each wake records how many of this organization's delivery jobs were visible to another connection then.
+    // Each wake records how many of this organization's fan-out jobs were visible to another connection then.
     const seen: number[] = [];
     const wake = jobs.wake.bind(jobs);
-    jobs.wake = (queue: string) => {
-      if (queue === WEBHOOK_QUEUE) {
+    jobs.wake = (queue: string, withinMs?: number) => {
+      if (queue === WEBHOOK_FANOUT_QUEUE) {
         void knex('jobs').where({ queue, organization_id: owner.orgId }).count({ n: '*' }).then(([row]) => seen.push(Number(row!.n)));
       }
-      wake(queue);
+      wake(queue, withinMs);
     };
     try {
       const stats = app.server.services.messages.batchStats;
@@ -89,9 +93,93 @@ describe('webhook events recorded by a send', function () {
     } finally {
       jobs.wake = wake;
     }
-    // The start's delivery (written by its transaction) and the batched reply's: both committed when the queue woke.
+    // The start's fan-out job (written by its transaction) and the batched reply's: both committed when the queue woke.
     expect(seen.length, 'the queue was woken by the batched send').to.be.greaterThan(0);
     expect(seen[0]).to.equal(2);
+  });
+
+  /** Runs `fn` with this instance's job queue stopped, so the fan-out jobs it writes wait for the test. */
+  const queueStopped = async (fn: () => Promise<void>) => {
+    await app.server.jobs.stop();
+    try {
+      await fn();
+    } finally {
+      app.server.jobs.start();
+    }
+  };
+  const fanoutJobs = (orgId: string) => app.server.db.knex('jobs').where({ queue: WEBHOOK_FANOUT_QUEUE, organization_id: orgId });
+
+  it('a subscription created after a message does not get it; one created before does, even when the fan-out runs later', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    const before = await subscribe(owner, ['message.created']);
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'hello');
+    await fannedOut(app.server, owner.orgId);
+    let after = '';
+    await queueStopped(async () => {
+      expect((await visitor.api.post(`/widget/conversations/${conversationId}/messages`, { content: 'early' }, { token: visitor.token })).status).to.equal(201);
+      after = await subscribe(owner, ['message.created']);
+      await app.server.jobs.drain(WEBHOOK_FANOUT_QUEUE);
+    });
+    const rows = await app.server.db.knex('webhook_deliveries as d').join('messages as m', 'm.id', 'd.message_id').where('d.organization_id', owner.orgId).select('d.webhook_id', 'm.content');
+    const of = (hook: string) => rows.filter((r: any) => r.webhookId === hook).map((r: any) => r.content).sort();
+    expect(of(before)).to.deep.equal(['early', 'hello']);
+    expect(of(after)).to.deep.equal([]);
+  });
+
+  it('a fan-out job that runs again (a retry after a crash) writes each delivery and its job once, and is finished', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    const hooks = [await subscribe(owner, ['message.created']), await subscribe(owner, ['*'])];
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'hello');
+    await fannedOut(app.server, owner.orgId);
+    const knex = app.server.db.knex;
+    await queueStopped(async () => {
+      expect((await visitor.api.post(`/widget/conversations/${conversationId}/messages`, { content: 'once' }, { token: visitor.token })).status).to.equal(201);
+      const [job] = await fanoutJobs(owner.orgId).where({ status: 'pending' });
+      expect(job, 'the send wrote a fan-out job').to.not.equal(undefined);
+      expect(await app.server.jobs.drain(WEBHOOK_FANOUT_QUEUE)).to.equal(1);
+      // As if the instance had died after writing the deliveries, before its job was recorded done.
+      await knex('jobs').where({ id: job.id }).update({ status: 'pending', run_at: new Date(Date.now() - 1000), finished_at: null });
+      expect(await app.server.jobs.drain(WEBHOOK_FANOUT_QUEUE)).to.equal(1);
+      const again = await knex('jobs').where({ id: job.id }).first('status', 'attempts', 'last_error');
+      expect([again.status, again.attempts, again.lastError]).to.deep.equal(['done', 2, null]);
+    });
+    const rows = await knex('webhook_deliveries as d').join('messages as m', 'm.id', 'd.message_id').where('d.organization_id', owner.orgId).where('m.content', 'once').select('d.id', 'd.webhook_id', 'd.event_id');
+    expect(rows.map((r: any) => r.webhookId).sort()).to.deep.equal([...hooks].sort());
+    expect(new Set(rows.map((r: any) => r.eventId)).size, 'one event id for every subscription').to.equal(1);
+    const deliveryJobs = await knex('jobs').where({ queue: 'webhook-delivery', organization_id: owner.orgId }).whereRaw(`payload->>'deliveryId' = any(?)`, [rows.map((r: any) => r.id)]);
+    expect(deliveryJobs).to.have.length(2);
+    // An admin's redelivery is a second row of the same event on purpose: the uniqueness does not refuse it.
+    const again = await owner.api.post(`/webhooks/${hooks[0]}/deliveries/${rows.find((r: any) => r.webhookId === hooks[0]).id}/redeliver`, undefined, { token: owner.accessToken });
+    expect(again.status, JSON.stringify(again.body)).to.equal(202);
+    expect(again.body.data.eventId).to.equal(rows[0].eventId);
+  });
+
+  it('writes no fan-out job for a message whose transaction rolled back', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    await subscribe(owner, ['message.created']);
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'hello');
+    await fannedOut(app.server, owner.orgId);
+    const before = (await fanoutJobs(owner.orgId)).length;
+    const { server } = app;
+    const transactional = new MessageService({ models: server.db.models, knex: server.db.knex, statement: failingStatements, events: server.events, batching: { concurrency: 1, maxBatch: 200 } });
+    transactional.outbox = server.services.webhooks;
+    const agent: Sender = { type: 'agent', orgId: owner.orgId, userId: owner.userId };
+    // A change that fails after its outbox write: the whole transaction, job included, rolls back.
+    const stored = await server.db.knex('messages').where({ conversation_id: conversationId }).first('id');
+    const failed = await server.db.knex
+      .transaction(async (trx) => {
+        await server.services.webhooks.record(trx, owner.orgId, 'message.created', {}, { messageId: stored.id });
+        throw new Error('rolled back');
+      })
+      .then(() => null, (err: Error) => err.message);
+    expect(failed).to.equal('rolled back');
+    expect((await fanoutJobs(owner.orgId)).length).to.equal(before);
+    // And a send that commits writes one.
+    await transactional.send(agent, { conversationId, content: 'kept' });
+    expect((await fanoutJobs(owner.orgId)).length).to.equal(before + 1);
   });
 
   it('records nothing for an organization without a subscription to these events, and still batches its sends', async () => {

@@ -11,6 +11,7 @@ import { newVisitor, startConversation } from './helpers/live.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { expectError } from './helpers/tenancy.js';
 import { startReceiver, type Received, type WebhookReceiver } from './helpers/webhookReceiver.js';
+import { fannedOut } from './helpers/webhookFanout.js';
 
 const QUEUE = 'webhook-delivery';
 
@@ -182,6 +183,7 @@ describe('webhooks', function () {
     await server.server.jobs.stop();
     try {
       await startConversation(await newVisitor(owner), 'own words');
+      await fannedOut(server.server, owner.orgId);
       const delivery = await knex('webhook_deliveries').where({ webhook_id: hook.id }).first('id');
       // The delivery now names a message that is not its organization's (as a forged or stale row would).
       await knex('webhook_deliveries').where({ id: delivery.id }).update({ message_id: foreign.id });

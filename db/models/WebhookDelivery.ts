@@ -12,6 +12,8 @@ export class WebhookDelivery extends TenantModel {
   declare eventType: string;
   declare payload: Record<string, unknown>;
   declare messageId: string | null;
+  /** A copy sent again by an admin (`redeliver`): the only second row an event may have for one hook. */
+  declare redelivery: boolean;
   declare status: WebhookDeliveryStatus;
   declare attempts: number;
   declare responseStatus: number | null;

@@ -234,9 +234,14 @@ export class JobQueue {
     this.wakeTimers.set(queue, timer);
   }
 
-  /** Jobs of `queue` were written by a statement of their own (committed): claim them now, not at the next poll. */
-  wake(queue: string): void {
-    if (this.runs(queue)) this.poll(queue);
+  /**
+   * Jobs of `queue` were written by a statement of their own (committed): claim them now, not at the next poll, or
+   * within `withinMs` at most, together with whatever else is written meanwhile (one claim for a burst).
+   */
+  wake(queue: string, withinMs = 0): void {
+    if (!this.runs(queue)) return;
+    if (withinMs > 0) this.wakeWithin(queue, withinMs);
+    else this.poll(queue);
   }
 
   /** Picked up at once after the commit rather than at the next poll. */
@@ -282,18 +287,26 @@ export class JobQueue {
     clearTimeout(timer);
   }
 
-  /** Runs every job of `queue` (or of all queues) that is due now, until none is left; returns how many ran. */
+  /**
+   * Runs every job of `queue` (or of all queues) that is due now, until none is left; returns how many ran. Over all
+   * queues it goes round until a round runs nothing, since a job may write jobs of another queue (a fan-out).
+   */
   async drain(queue?: string): Promise<number> {
     let ran = 0;
-    for (const name of queue ? [queue].filter((q) => this.runs(q)) : this.names()) {
-      for (;;) {
-        const claimed = await this.claim(name, 50);
-        if (claimed.length === 0) break;
-        await Promise.all(claimed.map((row) => this.run(name, row)));
-        ran += claimed.length;
+    for (let round = -1; round !== 0; ) {
+      round = 0;
+      for (const name of queue ? [queue].filter((q) => this.runs(q)) : this.names()) {
+        for (;;) {
+          const claimed = await this.claim(name, 50);
+          if (claimed.length === 0) break;
+          await Promise.all(claimed.map((row) => this.run(name, row)));
+          round += claimed.length;
+        }
       }
+      await this.settled();
+      ran += round;
+      if (queue) break;
     }
-    await this.settled();
     return ran;
   }
 

@@ -15,7 +15,7 @@ export const mochaHooks = {
     // On PostgreSQL every test server shares one database. The shared server lives through the whole run, so it
     // leaves the jobs of channels and webhooks to the servers that the tests of those areas start with their fake
     // providers, keys and settings (it would otherwise claim some of them, with its own).
-    shared = await startTestServer({ JOB_QUEUES: '-channel-inbound,-channel-delivery,-webhook-delivery' });
+    shared = await startTestServer({ JOB_QUEUES: '-channel-inbound,-channel-delivery,-webhook-delivery,-webhook-fanout' });
   },
   async afterAll() {
     await shared?.stop();

@@ -7,7 +7,7 @@ import type { Conversation } from '../../../db/models/Conversation.js';
 import type { Message } from '../../../db/models/Message.js';
 import { rowFromJson, rowsIn } from '../../../db/statements.js';
 import { ValidationFailed } from '../../errors.js';
-import { WEBHOOK_QUEUE } from '../webhooks/queue.js';
+import { WEBHOOK_FANOUT_QUEUE } from '../webhooks/queue.js';
 import { senderIdOf, storedSenderType, type Appended, type MessageInput, type Sender } from './types.js';
 import { MESSAGE_CONTENT_MAX } from '../../limits.js';
 
@@ -154,28 +154,26 @@ select conv.batch_ord as ord, conv.batch_previous_status as previous_status, con
 from conv join msg on msg.conversation_id = conv.id`;
 
 /**
- * The same statement when an organization in the batch has webhooks wanting message.created: a delivery row and
- * its job per public message and subscription, written by the statement that stores the message (the outbox).
- * Batches of organizations without such webhooks run APPEND_SQL and pay nothing.
+ * The same statement when an organization in the batch has webhooks wanting message.created: it also writes, per
+ * organization with such a subscription and public messages in the batch, one fan-out job carrying those messages'
+ * ids (the outbox: it commits exactly when the messages do). The job then writes a delivery per subscription and
+ * message (see webhooks/fanout.ts), off the message path. Batches of organizations without such webhooks run
+ * APPEND_SQL and pay nothing.
  */
 export const APPEND_WITH_WEBHOOKS_SQL = APPEND_SQL.replace(
   /\)\nselect conv\.batch_ord/,
   `),
-hook as (
-  select w.id, w.organization_id from webhooks w
+hook_org as (
+  select distinct w.organization_id from webhooks w
   where w.organization_id in (select organization_id from msg where not private) and w.enabled
     and jsonb_exists_any(w.events, array['*', 'message.*', 'message.created'])
 ),
-delivery as (
-  insert into webhook_deliveries (organization_id, webhook_id, event_id, event_type, payload, message_id)
-  select msg.organization_id, hook.id, md5('message.created:' || msg.id::text)::uuid, 'message.created', '{}'::jsonb, msg.id
-  from msg join hook on hook.organization_id = msg.organization_id
-  where not msg.private
-  returning id, organization_id
-),
-delivery_job as (
+fanout_job as (
   insert into jobs (queue, payload, organization_id)
-  select '${WEBHOOK_QUEUE}', jsonb_build_object('deliveryId', delivery.id), delivery.organization_id from delivery
+  select '${WEBHOOK_FANOUT_QUEUE}', jsonb_build_object('messageIds', jsonb_agg(msg.id)), msg.organization_id
+  from msg join hook_org on hook_org.organization_id = msg.organization_id
+  where not msg.private
+  group by msg.organization_id
 )
 select conv.batch_ord`,
 );

@@ -27,6 +27,7 @@ import { signatureHeader } from './signing.js';
 import { pinnedLookup, resolveTarget, UnsafeTarget, type TargetPolicy } from './ssrf.js';
 import { KeyedLimit } from '../../jobs/keyedLimit.js';
 import { targetOf } from './targets.js';
+import { defineMessageFanout } from './fanout.js';
 
 export const RETRY_DELAYS_SECONDS = [60, 300, 1800, 7200, 21600, 43200, 86400];
 export const DISABLE_AFTER_FAILURES = 50;
@@ -139,6 +140,7 @@ export class WebhookDeliverer {
       background: true,
       handle: (job) => this.deliver(job),
     });
+    defineMessageFanout(deps.jobs, deps.knex);
   }
 
   close(): void {

@@ -12,13 +12,15 @@ import { generateWebhookSecret, type SecretBox } from './signing.js';
 import { resolveTarget, UnsafeTarget, type TargetPolicy } from './ssrf.js';
 import type { EventData } from './outbox.js';
 
-export { WEBHOOK_QUEUE } from './queue.js';
-import { WEBHOOK_QUEUE } from './queue.js';
+export { WEBHOOK_QUEUE, WEBHOOK_FANOUT_QUEUE } from './queue.js';
+import { WEBHOOK_FANOUT_QUEUE, WEBHOOK_QUEUE } from './queue.js';
 export const MAX_WEBHOOKS_PER_ORG = 20;
 /** After a rotation the previous secret also signs for this long. */
 export const ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 /** How long one instance trusts its view of an organization's subscriptions (edits here clear it at once). */
 const CACHE_MS = 2_000;
+/** Fan-out jobs of batched messages are claimed this much later at most, with the others written meanwhile. */
+const FANOUT_WAKE_WITHIN_MS = 20;
 
 export interface WebhookInput {
   url?: string;
@@ -70,6 +72,11 @@ export class WebhookService {
   async record(trx: Knex.Transaction, orgId: string, type: string, eventData: EventData, opts: { messageId?: string } = {}): Promise<void> {
     const hooks = (await this.subscriptions(orgId, trx)).filter((h) => subscribes(h.events, type));
     if (hooks.length === 0) return;
+    // A message's deliveries are written by the fan-out job, from the subscriptions there then (see fanout.ts).
+    if (type === 'message.created' && opts.messageId) {
+      await this.deps.jobs.enqueue(WEBHOOK_FANOUT_QUEUE, { messageIds: [opts.messageId] }, { trx, organizationId: orgId });
+      return;
+    }
     const data = typeof eventData === 'function' ? await eventData() : eventData;
     const eventId = opts.messageId ? eventIdOf(type, opts.messageId) : randomUUID();
     const rows = (await trx('webhook_deliveries')
@@ -78,11 +85,12 @@ export class WebhookService {
     await this.deps.jobs.enqueueMany(WEBHOOK_QUEUE, rows.map((row) => ({ deliveryId: row.id })), { trx, organizationId: orgId });
   }
 
-  /** For the batched message path: which of these organizations want `type` (message.created, conversation.updated). */
+  /** The batched message path committed fan-out jobs: claimed within a few ms, one claim for a burst of batches. */
   written(): void {
-    this.deps.jobs.wake(WEBHOOK_QUEUE);
+    this.deps.jobs.wake(WEBHOOK_FANOUT_QUEUE, FANOUT_WAKE_WITHIN_MS);
   }
 
+  /** For the batched message path: which of these organizations want `type` (message.created, conversation.updated). */
   async wantedBy(orgIds: string[], type: string): Promise<Set<string>> {
     const patterns = patternsFor(type);
     const wanting = new Set<string>();
@@ -186,7 +194,7 @@ export class WebhookService {
   /** Queues a `webhook.test` delivery to this hook (even a disabled one: that is how an admin checks a fix). */
   async test(orgId: string, id: string): Promise<WebhookDelivery> {
     const hook = await this.get(orgId, id);
-    return this.enqueueDelivery(orgId, hook.id, { eventId: randomUUID(), eventType: TEST_EVENT, payload: { webhookId: hook.id, message: 'This is a test delivery' }, messageId: null });
+    return this.enqueueDelivery(orgId, hook.id, { eventId: randomUUID(), eventType: TEST_EVENT, payload: { webhookId: hook.id, message: 'This is a test delivery' }, messageId: null, redelivery: false });
   }
 
   // ---- deliveries -------------------------------------------------------------------------------------------
@@ -209,10 +217,10 @@ export class WebhookService {
   /** Sends the same event again (same X-Webhook-Id and body) as a new entry of the log. */
   async redeliver(orgId: string, webhookId: string, id: string): Promise<WebhookDelivery> {
     const original = await this.delivery(orgId, webhookId, id);
-    return this.enqueueDelivery(orgId, webhookId, { eventId: original.eventId, eventType: original.eventType, payload: original.payload, messageId: original.messageId });
+    return this.enqueueDelivery(orgId, webhookId, { eventId: original.eventId, eventType: original.eventType, payload: original.payload, messageId: original.messageId, redelivery: true });
   }
 
-  private enqueueDelivery(orgId: string, webhookId: string, e: { eventId: string; eventType: string; payload: Record<string, unknown>; messageId: string | null }): Promise<WebhookDelivery> {
+  private enqueueDelivery(orgId: string, webhookId: string, e: { eventId: string; eventType: string; payload: Record<string, unknown>; messageId: string | null; redelivery: boolean }): Promise<WebhookDelivery> {
     return this.deps.knex.transaction(async (trx) => {
       const delivery = await this.models.WebhookDelivery.forOrg(orgId, trx).insertAndFetch({ organizationId: orgId, webhookId, ...e, status: 'pending', attempts: 0 });
       await this.deps.jobs.enqueue(WEBHOOK_QUEUE, { deliveryId: delivery.id }, { trx, organizationId: orgId });
