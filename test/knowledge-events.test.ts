@@ -11,7 +11,7 @@ import { startReceiver, type Received, type WebhookReceiver } from './helpers/we
 const ofType = (type: string, documentId: string) => (r: Received) => r.json?.type === type && r.json?.data?.document?.id === documentId;
 
 describe('knowledge events', function () {
-  this.timeout(60_000);
+  this.timeout(120_000);
   let server: TestServer;
   let receiver: WebhookReceiver;
   let owner: SignedUp;
@@ -41,7 +41,7 @@ describe('knowledge events', function () {
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
     const id = created.body.data.id as string;
     expect((await indexed(server.server, owner, id)).status).to.equal('indexed');
-    const [event] = await receiver.waitFor(1, ofType('knowledge.indexed', id), 20_000);
+    const [event] = await receiver.waitFor(1, ofType('knowledge.indexed', id), 60_000);
     expect(event!.json).to.include({ type: 'knowledge.indexed', organizationId: owner.orgId });
     expect(event!.json.data.document).to.include({ id, title: 'Returns', status: 'indexed', source: 'text' });
     expect(event!.json.data.document.chunkCount).to.be.greaterThan(0);
@@ -61,7 +61,12 @@ describe('knowledge events', function () {
     const done = await indexed(server.server, owner, id);
     expect(done.status).to.equal('failed');
 
-    const [event] = await receiver.waitFor(1, ofType('knowledge.failed', id), 20_000);
+    // A loaded machine can take a while (the embedded database shares the event loop with the PDF parser); if it
+    // never arrives, the delivery log says what happened to it.
+    const [event] = await receiver.waitFor(1, ofType('knowledge.failed', id), 60_000).catch(async (err: Error) => {
+      const log = await server.server.db.knex('webhook_deliveries').where({ organizationId: owner.orgId }).select('eventType', 'status', 'attempts', 'lastError');
+      throw new Error(`${err.message}; delivery log: ${JSON.stringify(log)}`);
+    });
     expect(event!.json.data.document).to.include({ id, status: 'failed', source: 'file' });
     expect(event!.json.data.error).to.be.a('string').and.contain('could not be read');
     expect(event!.json.data.error).to.equal(done.errorMessage);
