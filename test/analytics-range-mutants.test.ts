@@ -81,6 +81,7 @@ describe('Analytics: the period asked for', () => {
       '2026-06-01T10:00:00.1234567891Z',
       '2026-06-01T10:00:00Zjunk',
       'x2026-06-01T10:00:00Z',
+      '+002026-06-01T10:00:00Z', // an expanded year: Date.parse takes it, the API's form does not
       '2026-06-01T10:00:00+2',
       '2026-06-01x',
       'x2026-06-01',

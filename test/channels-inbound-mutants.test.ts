@@ -61,6 +61,12 @@ describe('Channels: inbound checks and storing once', function () {
     for (const path of ['email/inbound/not-a-uuid', 'telegram/inbound/not-a-uuid', 'whatsapp/inbound/not-a-uuid', 'whatsapp/inbound/12345']) {
       expectError(await owner.api.request('POST', `/channels/${path}`, { rawBody: '{}', headers: { 'content-type': 'application/json', 'x-inbound-signature': signInbound('x', '{}'), 'x-telegram-bot-api-secret-token': 'x', 'x-hub-signature-256': 'sha256=00' } }), 404, 'not_found');
     }
+    // The service itself refuses a malformed id before any query (the routes' parameter check comes first over HTTP).
+    const { inbound } = test.server.services.channels;
+    for (const call of [inbound.whatsapp('not-a-uuid', 'sha256=00', Buffer.from('{}')), inbound.telegram('not-a-uuid', 'x', Buffer.from('{}')), inbound.email('not-a-uuid', signInbound('x', '{}'), Buffer.from('{}'), 'application/json')]) {
+      const refused = await call.then(() => null, (err: unknown) => err as { status?: number });
+      expect(refused?.status).to.equal(404);
+    }
     // Each endpoint takes its own type only: another type's id with that channel's own secret is not found.
     expectError(await postSignedMail(owner.api, wa.id, email.secret, mail()), 404, 'not_found');
     expectError(await postTelegram(email.id, tg.secret, { update_id: 1, message: { message_id: 1, chat: { id: 1 }, text: 'x' } }), 404, 'not_found');
@@ -84,6 +90,13 @@ describe('Channels: inbound checks and storing once', function () {
     const retryAfter = Number(over.headers.get('retry-after'));
     expect(retryAfter).to.be.within(1, 60);
     expect(ok(await postWhatsApp(calm.id, calm.appSecret, waText('wamid.RATE-calm')), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
+    // Mail and Telegram webhooks are limited the same way.
+    const email = await emailChannel();
+    for (let i = 0; i < RATE; i++) ok(await postSignedMail(owner.api, email.id, email.secret, mail()), 200);
+    expectError(await postSignedMail(owner.api, email.id, email.secret, mail()), 429, 'rate_limited');
+    const tg = await telegramChannel();
+    for (let i = 0; i < RATE; i++) ok(await postTelegram(tg.id, tg.secret, { update_id: 100 + i, message: { message_id: i, chat: { id: 3 }, text: 'hi' } }), 200);
+    expectError(await postTelegram(tg.id, tg.secret, { update_id: 200, message: { message_id: 200, chat: { id: 3 }, text: 'hi' } }), 429, 'rate_limited');
     // A refused signature spends nothing of the channel's rate: the check comes first.
     const fresh = await whatsappChannel();
     for (let i = 0; i < RATE + 2; i++) expectError(await owner.api.request('POST', `/channels/whatsapp/inbound/${fresh.id}`, { rawBody: waText('x'), headers: { 'content-type': 'application/json', 'x-hub-signature-256': 'sha256=00' } }), 401, 'unauthorized');
