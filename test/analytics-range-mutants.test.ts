@@ -104,6 +104,22 @@ describe('Analytics: the period asked for', () => {
     expect(refusal({ from: '2025-01-01', to: '2026-01-02' })).to.equal('to');
   });
 
+  it('says what is wrong with a refused period, in the words the API answers', () => {
+    const words = (query: RangeQuery) => {
+      try {
+        resolveRange(query, null, NOW);
+        return null;
+      } catch (err) {
+        return (err as ValidationFailed).message;
+      }
+    };
+    expect(words({ to: '2026-02-30' })).to.equal('to is not a calendar date');
+    expect(words({ timezone: 'Mars/Olympus' })).to.equal('timezone is not an IANA time zone');
+    expect(words({ from: '2026-06-03', to: '2026-06-01' })).to.equal('from must not be after to');
+    expect(words({ from: '2025-01-01', to: '2026-01-02' })).to.equal('to must be at most 366 days after from');
+    expect(words({ from: 'yesterday' })).to.equal('from must be an ISO date (YYYY-MM-DD) or date-time with a zone');
+  });
+
   it("knows a zone's offset at an instant, whatever its milliseconds", () => {
     expect(offsetMs('UTC', Date.parse('2026-06-01T10:00:00.999Z'))).to.equal(0);
     expect(offsetMs('Asia/Tokyo', 1_999)).to.equal(9 * 3_600_000);

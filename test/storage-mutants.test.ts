@@ -91,6 +91,15 @@ describe('storage: the rules at their edges', function () {
     expect(again.body.data.uploadedAt).to.equal(done.body.data.uploadedAt);
     // The link is spent: a second PUT is a conflict.
     expect((await fetch(reachable(p.body.data.upload.url, baseUrl), { method: 'PUT', headers: p.body.data.upload.headers, body: 'again' })).status).to.equal(409);
+    // Completing before the upload names what is missing.
+    const early = await presign({ fileName: 'later.txt', mimeType: 'text/plain', sizeBytes: 1 });
+    const notYet = await owner.api.post(`/storage/objects/${early.body.data.objectId}/complete`, {}, tok());
+    expect([notYet.status, notYet.body.error.details]).to.deep.equal([400, [{ field: 'objectId', message: 'no uploaded bytes' }]]);
+    // One byte is a file; so is one of exactly the purpose's limit.
+    expect((await fetch(reachable(early.body.data.upload.url, baseUrl), { method: 'PUT', headers: early.body.data.upload.headers, body: '1' })).status).to.equal(200);
+    expect((await owner.api.post(`/storage/objects/${early.body.data.objectId}/complete`, {}, tok())).body.data).to.include({ status: 'uploaded', sizeBytes: 1 });
+    const fullAvatar = await upload(owner.api, owner.accessToken, baseUrl, { name: 'big.png', type: 'image/png', bytes: Buffer.concat([PNG, Buffer.alloc(2 * MiB - PNG.length, 1)]) }, { purpose: 'avatar' });
+    expect(fullAvatar.complete.body.data).to.include({ status: 'uploaded', sizeBytes: 2 * MiB });
     // An empty upload is no upload: refused at completion and deleted.
     const e = await presign({ fileName: 'empty.txt', mimeType: 'text/plain', sizeBytes: 10 });
     expect((await fetch(reachable(e.body.data.upload.url, baseUrl), { method: 'PUT', headers: e.body.data.upload.headers, body: '' })).status).to.equal(200);
@@ -111,7 +120,7 @@ describe('storage: the rules at their edges', function () {
     expect((await other.api.post(`/widget/storage/objects/${p.body.data.objectId}/complete`, {}, { token: other.token })).status).to.equal(404);
   });
 
-  it('refuses to delete a file a message shows (409); one no message shows is deleted', async () => {
+  it('refuses to delete a file a message or a ticket reply shows (409, in its own words); one nothing shows is deleted', async () => {
     const { baseUrl } = sharedServer();
     const visitor = await newVisitor(owner);
     const { conversationId } = await startConversation(visitor);
@@ -119,7 +128,18 @@ describe('storage: the rules at their edges', function () {
     expect((await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'See attached', attachments: [up.objectId] }, tok())).status).to.equal(201);
     const refused = await owner.api.delete(`/storage/${up.objectId}`, tok());
     expect(refused.status).to.equal(409);
+    // Said in the file's words, not as the database's refusal of a row still referred to.
+    expect(refused.body.message).to.equal('The file is still used by a message or a knowledge source');
     expect((await owner.api.get(`/storage/metadata/${up.objectId}`, tok())).status).to.equal(200);
+    // A file on a ticket's reply (a mail's attachment) is kept the same way.
+    const { server } = sharedServer();
+    const ticket = await owner.api.post('/tickets', { title: 'With a file' }, tok());
+    expect(ticket.status).to.equal(201);
+    const [event] = await server.db.knex('ticket_events').where({ ticketId: ticket.body.data.id }).limit(1);
+    const onTicket = await upload(owner.api, owner.accessToken, baseUrl, { name: 'ticket.pdf', type: 'application/pdf', bytes: PDF });
+    await server.db.knex('ticket_event_attachments').insert({ organizationId: owner.orgId, eventId: event.id, objectId: onTicket.objectId, position: 0 });
+    const kept = await owner.api.delete(`/storage/${onTicket.objectId}`, tok());
+    expect([kept.status, kept.body.message]).to.deep.equal([409, 'The file is still used by a message or a knowledge source']);
     const lone = await upload(owner.api, owner.accessToken, baseUrl, { name: 'lone.pdf', type: 'application/pdf', bytes: PDF });
     expect((await owner.api.delete(`/storage/${lone.objectId}`, tok())).status).to.equal(200);
   });
@@ -185,6 +205,10 @@ describe('storage: the rules at their edges', function () {
     expect([second.id, second.fileName, second.sizeBytes]).to.deep.equal([id, 'r.txt', 8]);
     const received = (bytes: Buffer, mimeType = 'text/plain') => statusOf(storage.storeReceived(owner.orgId, { id: randomUUID(), purpose: 'attachment', fileName: 'x', mimeType, bytes }));
     expect(await received(Buffer.alloc(0))).to.equal(400);
+    expect(await received(Buffer.from('1'))).to.equal(0);
+    // The refusal's words become the note on the customer's message: the limit in MiB.
+    const tooBig = await storage.storeReceived(owner.orgId, { id: randomUUID(), purpose: 'channel_media', fileName: 'x', mimeType: 'text/plain', bytes: Buffer.alloc(25 * MiB + 1, 'a') }).catch((err: Error) => err);
+    expect((tooBig as Error).message).to.equal('A channel_media file is at most 25 MiB');
     expect(await received(Buffer.alloc(10 * MiB + 1, 'a'))).to.equal(400);
     expect(await received(Buffer.alloc(10 * MiB, 'a'))).to.equal(0);
     expect(await received(Buffer.from('x'), 'application/x-msdownload')).to.equal(400);
