@@ -89,6 +89,10 @@ for (const driver of ['local', 's3'] as const) {
       const pub = await fetch(`${t.baseUrl}/api/v1/storage/public/${p.body.data.objectId}`);
       expect(pub.status).to.equal(200);
       expect(Buffer.from(await pub.arrayBuffer()).equals(PNG)).to.equal(true);
+      // Local storage serves the bytes itself; S3 answers a redirect to a fresh signed URL of the bucket.
+      const direct = await fetch(`${t.baseUrl}/api/v1/storage/public/${p.body.data.objectId}`, { redirect: 'manual' });
+      expect(direct.status).to.equal(driver === 's3' ? 302 : 200);
+      if (driver === 's3') expect(direct.headers.get('location')).to.match(new RegExp(`/${p.body.data.objectId}/`));
     });
 
     it('lets only the uploader or an admin delete, and never a file a message still shows', async () => {

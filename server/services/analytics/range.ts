@@ -43,12 +43,17 @@ export function offsetMs(zone: string, at: number): number {
   return local - Math.floor(at / 1000) * 1000;
 }
 
-/** The instant a local calendar day starts in `zone` (twice corrected, so days that start in a DST change land right). */
+/**
+ * The instant a local calendar day starts in `zone`: the earliest local midnight under the offsets the zone has around
+ * that day. A day whose midnight does not exist (clocks go forward at 00:00, as in Chile) starts at the change, as
+ * PostgreSQL reads that midnight (with the offset before it), not an hour earlier, which is still the day before.
+ */
 export function startOfLocalDay(year: number, month: number, day: number, zone: string): Date {
   const guess = Date.UTC(year, month - 1, day);
-  let at = guess - offsetMs(zone, guess);
-  at = guess - offsetMs(zone, at);
-  return new Date(at);
+  // A zone changes its offset at most once within a day or so, so these hold the offsets before and after midnight.
+  const candidates = [guess - DAY_MS, guess, guess + DAY_MS].map((at) => guess - offsetMs(zone, at));
+  const midnights = candidates.filter((at) => offsetMs(zone, at) === guess - at);
+  return new Date(midnights.length > 0 ? Math.min(...midnights) : Math.max(...candidates));
 }
 
 function parseBound(value: string, field: 'from' | 'to', zone: string): Date {

@@ -1,0 +1,244 @@
+// The storage rules at their edges (local driver): size limits per purpose at exactly the limit, the plan's storage
+// to the byte and only the organization's own bytes, completion only by the uploader and only once, deletion of a
+// file a message shows, what the sweep leaves alone, uploads streamed without a length, signed links to pending
+// files, files the server receives itself, and which declared types the first bytes must prove.
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { sharedServer } from './helpers/hooks.js';
+import { addMember, signUp, type SignedUp } from './helpers/factories.js';
+import { newVisitor, startConversation } from './helpers/live.js';
+import { PDF, PNG, reachable, upload } from './helpers/storage.js';
+import { AppError } from '../server/errors.js';
+import { contentMatches } from '../server/storage/rules.js';
+
+const MiB = 1024 * 1024;
+
+/** The error's HTTP status, or 0 when the call succeeded. */
+async function statusOf(call: Promise<unknown>): Promise<number> {
+  try {
+    await call;
+    return 0;
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    return err.status;
+  }
+}
+
+describe('storage: the rules at their edges', function () {
+  this.timeout(60_000);
+  let owner: SignedUp;
+  const tok = () => ({ token: owner.accessToken });
+  const presign = (body: Record<string, unknown>, by: SignedUp = owner) => by.api.post('/storage/presigned-upload', { fileName: 'f.bin', purpose: 'attachment', ...body }, { token: by.accessToken });
+
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    owner = await signUp(server, baseUrl);
+  });
+
+  it('takes each purpose up to exactly its limit, and one file of one byte; the signed upload lives as long as asked', async () => {
+    for (const [purpose, mimeType, max] of [['attachment', 'application/pdf', 10 * MiB], ['avatar', 'image/png', 2 * MiB], ['logo', 'image/gif', 2 * MiB], ['knowledge', 'text/markdown', 25 * MiB]] as const) {
+      expect((await presign({ purpose, mimeType, sizeBytes: max })).status, `${purpose} at ${max}`).to.equal(201);
+      expect((await presign({ purpose, mimeType, sizeBytes: max + 1 })).status, `${purpose} at ${max + 1}`).to.equal(400);
+    }
+    const one = await presign({ mimeType: 'text/plain', sizeBytes: 1 });
+    expect(one.status).to.equal(201);
+    const started = Date.now();
+    const long = await presign({ mimeType: 'text/plain', sizeBytes: 5, expiresIn: 3600 });
+    expect(Date.parse(long.body.data.expiresAt) - started).to.be.within(3590_000, 3610_000);
+    expect(Date.parse(one.body.data.expiresAt) - started).to.be.within(890_000, 910_000);
+    // The service refuses an empty or negative size itself, whoever calls it (the route's schema also does).
+    const { storage } = sharedServer().server.services;
+    const me = { kind: 'operator' as const, orgId: owner.orgId, userId: owner.userId, role: 'owner' as const };
+    expect(await statusOf(storage.presignUpload(me, { fileName: 'e.txt', mimeType: 'text/plain', sizeBytes: 0, purpose: 'attachment' }))).to.equal(400);
+    expect(await statusOf(storage.presignUpload(me, { fileName: 'e.txt', mimeType: 'text/plain', sizeBytes: -1, purpose: 'attachment' }))).to.equal(400);
+    expect(await statusOf(storage.presignUpload(me, { fileName: 'e.txt', mimeType: 'Text/Plain; charset=utf-8', sizeBytes: 1, purpose: 'attachment' }))).to.equal(0);
+  });
+
+  it("counts the organization's own pending and uploaded bytes against its plan, to the byte; a plan without a limit takes anything", async () => {
+    const { server, baseUrl } = sharedServer();
+    const small = await signUp(server, baseUrl);
+    await server.services.organizations.changePlan(small.orgId, 'free');
+    // Other organizations' files (the shared database holds plenty) are theirs: a new free organization starts empty.
+    await server.db.knex('storage_objects').insert({ organizationId: owner.orgId, key: `org/${owner.orgId}/knowledge/fill/${randomUUID()}.pdf`, purpose: 'knowledge', fileName: 'big.pdf', mimeType: 'application/pdf', sizeBytes: 600 * MiB, status: 'uploaded' });
+    expect((await presign({ mimeType: 'text/plain', sizeBytes: 10 * MiB }, small)).status).to.equal(201);
+    // 500 MB in all: fill up to 100 bytes short of it, with an uploaded file this time.
+    await server.db.knex('storage_objects').insert({ organizationId: small.orgId, key: `org/${small.orgId}/knowledge/fill/big.pdf`, purpose: 'knowledge', fileName: 'big.pdf', mimeType: 'application/pdf', sizeBytes: 490 * MiB - 100, status: 'uploaded' });
+    expect((await presign({ mimeType: 'text/plain', sizeBytes: 101 }, small)).status).to.equal(403);
+    expect((await presign({ mimeType: 'text/plain', sizeBytes: 100 }, small)).status).to.equal(201);
+    expect((await presign({ mimeType: 'text/plain', sizeBytes: 1 }, small)).status).to.equal(403);
+    // Without a limit (enterprise) nothing is counted.
+    await server.services.organizations.changePlan(small.orgId, 'enterprise');
+    expect((await presign({ mimeType: 'text/plain', sizeBytes: 10 * MiB }, small)).status).to.equal(201);
+    // Files the server receives itself count the same.
+    await server.services.organizations.changePlan(small.orgId, 'free');
+    expect(await statusOf(server.services.storage.storeReceived(small.orgId, { id: randomUUID(), purpose: 'channel_media', fileName: 'a.txt', mimeType: 'text/plain', bytes: Buffer.from('over the plan') }))).to.equal(403);
+  });
+
+  it('completes an upload for its uploader only, once; a shorter upload is kept at its real size', async () => {
+    const { server, baseUrl } = sharedServer();
+    const agent = await addMember(server, owner, 'agent');
+    const p = await presign({ fileName: 'short.txt', mimeType: 'text/plain', sizeBytes: 100 });
+    const objectId = p.body.data.objectId;
+    const put = await fetch(reachable(p.body.data.upload.url, baseUrl), { method: 'PUT', headers: p.body.data.upload.headers, body: 'only ten b' });
+    expect(put.status).to.equal(200);
+    // Not the uploader, even an owner's colleague: not found.
+    expect((await agent.api.post(`/storage/objects/${objectId}/complete`, {}, { token: agent.accessToken })).status).to.equal(404);
+    const done = await owner.api.post(`/storage/objects/${objectId}/complete`, {}, tok());
+    expect(done.status).to.equal(200);
+    expect(done.body.data).to.include({ status: 'uploaded', sizeBytes: 10 });
+    const again = await owner.api.post(`/storage/objects/${objectId}/complete`, {}, tok());
+    expect(again.status).to.equal(200);
+    expect(again.body.data.uploadedAt).to.equal(done.body.data.uploadedAt);
+    // The link is spent: a second PUT is a conflict.
+    expect((await fetch(reachable(p.body.data.upload.url, baseUrl), { method: 'PUT', headers: p.body.data.upload.headers, body: 'again' })).status).to.equal(409);
+    // Completing before the upload names what is missing.
+    const early = await presign({ fileName: 'later.txt', mimeType: 'text/plain', sizeBytes: 1 });
+    const notYet = await owner.api.post(`/storage/objects/${early.body.data.objectId}/complete`, {}, tok());
+    expect([notYet.status, notYet.body.error.details]).to.deep.equal([400, [{ field: 'objectId', message: 'no uploaded bytes' }]]);
+    // One byte is a file; so is one of exactly the purpose's limit.
+    expect((await fetch(reachable(early.body.data.upload.url, baseUrl), { method: 'PUT', headers: early.body.data.upload.headers, body: '1' })).status).to.equal(200);
+    expect((await owner.api.post(`/storage/objects/${early.body.data.objectId}/complete`, {}, tok())).body.data).to.include({ status: 'uploaded', sizeBytes: 1 });
+    const fullAvatar = await upload(owner.api, owner.accessToken, baseUrl, { name: 'big.png', type: 'image/png', bytes: Buffer.concat([PNG, Buffer.alloc(2 * MiB - PNG.length, 1)]) }, { purpose: 'avatar' });
+    expect(fullAvatar.complete.body.data).to.include({ status: 'uploaded', sizeBytes: 2 * MiB });
+    // An empty upload is no upload: refused at completion and deleted.
+    const e = await presign({ fileName: 'empty.txt', mimeType: 'text/plain', sizeBytes: 10 });
+    expect((await fetch(reachable(e.body.data.upload.url, baseUrl), { method: 'PUT', headers: e.body.data.upload.headers, body: '' })).status).to.equal(200);
+    expect((await owner.api.post(`/storage/objects/${e.body.data.objectId}/complete`, {}, tok())).status).to.equal(400);
+    expect((await owner.api.get(`/storage/metadata/${e.body.data.objectId}`, tok())).status).to.equal(404);
+  });
+
+  it('a visitor completes its own upload only', async () => {
+    const { server } = sharedServer();
+    const visitor = await newVisitor(owner);
+    const other = await newVisitor(owner);
+    const up = await upload(visitor.api, visitor.token, sharedServer().baseUrl, { name: 'v.png', type: 'image/png', bytes: PNG }, { widget: true });
+    expect(up.complete.status).to.equal(200);
+    const { storage } = server.services;
+    const object = await storage.get(owner.orgId, up.objectId);
+    expect(object.createdBy).to.equal(null);
+    const p = await visitor.api.post('/widget/storage/presigned-upload', { fileName: 'w.png', mimeType: 'image/png', sizeBytes: PNG.length }, { token: visitor.token });
+    expect((await other.api.post(`/widget/storage/objects/${p.body.data.objectId}/complete`, {}, { token: other.token })).status).to.equal(404);
+  });
+
+  it('refuses to delete a file a message or a ticket reply shows (409, in its own words); one nothing shows is deleted', async () => {
+    const { baseUrl } = sharedServer();
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor);
+    const up = await upload(owner.api, owner.accessToken, baseUrl, { name: 'shown.pdf', type: 'application/pdf', bytes: PDF });
+    expect((await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'See attached', attachments: [up.objectId] }, tok())).status).to.equal(201);
+    const refused = await owner.api.delete(`/storage/${up.objectId}`, tok());
+    expect(refused.status).to.equal(409);
+    // Said in the file's words, not as the database's refusal of a row still referred to.
+    expect(refused.body.message).to.equal('The file is still used by a message or a knowledge source');
+    expect((await owner.api.get(`/storage/metadata/${up.objectId}`, tok())).status).to.equal(200);
+    // A file on a ticket's reply (a mail's attachment) is kept the same way.
+    const { server } = sharedServer();
+    const ticket = await owner.api.post('/tickets', { title: 'With a file' }, tok());
+    expect(ticket.status).to.equal(201);
+    const [event] = await server.db.knex('ticket_events').where({ ticketId: ticket.body.data.id }).limit(1);
+    const onTicket = await upload(owner.api, owner.accessToken, baseUrl, { name: 'ticket.pdf', type: 'application/pdf', bytes: PDF });
+    await server.db.knex('ticket_event_attachments').insert({ organizationId: owner.orgId, eventId: event.id, objectId: onTicket.objectId, position: 0 });
+    const kept = await owner.api.delete(`/storage/${onTicket.objectId}`, tok());
+    expect([kept.status, kept.body.message]).to.deep.equal([409, 'The file is still used by a message or a knowledge source']);
+    const lone = await upload(owner.api, owner.accessToken, baseUrl, { name: 'lone.pdf', type: 'application/pdf', bytes: PDF });
+    expect((await owner.api.delete(`/storage/${lone.objectId}`, tok())).status).to.equal(200);
+  });
+
+  it('sweeps only pending uploads older than the cutoff, oldest first, at most a batch at a time', async () => {
+    const { server, baseUrl } = sharedServer();
+    const knex = server.db.knex;
+    const fresh = await presign({ fileName: 'fresh.txt', mimeType: 'text/plain', sizeBytes: 10 });
+    const recent = await presign({ fileName: 'recent.txt', mimeType: 'text/plain', sizeBytes: 10 });
+    const old = await presign({ fileName: 'old.txt', mimeType: 'text/plain', sizeBytes: 10 });
+    const done = await upload(owner.api, owner.accessToken, baseUrl, { name: 'done.txt', type: 'text/plain', bytes: Buffer.from('kept') });
+    const hours = (h: number) => new Date(Date.now() - h * 3_600_000);
+    await knex('storage_objects').where({ id: recent.body.data.objectId }).update({ createdAt: hours(23) });
+    await knex('storage_objects').whereIn('id', [old.body.data.objectId, done.objectId]).update({ createdAt: hours(30) });
+    const removed = await server.services.storage.sweepPending();
+    expect(removed).to.be.at.least(1);
+    const left = (await knex('storage_objects').whereIn('id', [fresh.body.data.objectId, recent.body.data.objectId, old.body.data.objectId, done.objectId]).select('id')).map((r) => r.id);
+    expect(left.sort()).to.deep.equal([fresh.body.data.objectId, recent.body.data.objectId, done.objectId].sort());
+    // A shorter age given: the one of 23 hours goes too.
+    await server.services.storage.sweepPending(20);
+    expect(await knex('storage_objects').where({ id: recent.body.data.objectId }).first()).to.equal(undefined);
+    // At most `batch` at a time, oldest first.
+    const a = await presign({ fileName: 'a.txt', mimeType: 'text/plain', sizeBytes: 10 });
+    const b = await presign({ fileName: 'b.txt', mimeType: 'text/plain', sizeBytes: 10 });
+    await knex('storage_objects').where({ id: a.body.data.objectId }).update({ createdAt: new Date('2000-01-01T00:00:00Z') });
+    await knex('storage_objects').where({ id: b.body.data.objectId }).update({ createdAt: new Date('2000-01-02T00:00:00Z') });
+    expect(await server.services.storage.sweepPending(24, 1)).to.equal(1);
+    expect(await knex('storage_objects').where({ id: a.body.data.objectId }).first()).to.equal(undefined);
+    expect(await knex('storage_objects').where({ id: b.body.data.objectId }).first()).to.not.equal(undefined);
+  });
+
+  it('stops a streamed upload without a length at its declared size (413) and keeps nothing of it', async () => {
+    const { baseUrl } = sharedServer();
+    const p = await presign({ fileName: 's.txt', mimeType: 'text/plain', sizeBytes: 10 });
+    const url = reachable(p.body.data.upload.url, baseUrl);
+    const stream = (text: string) => new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(text.slice(0, 6))); c.enqueue(new TextEncoder().encode(text.slice(6))); c.close(); } });
+    const over = await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: stream('x'.repeat(11)), duplex: 'half' } as RequestInit);
+    expect(over.status).to.equal(413);
+    expect((await owner.api.post(`/storage/objects/${p.body.data.objectId}/complete`, {}, tok())).status).to.equal(400);
+    const exact = await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: stream('y'.repeat(10)), duplex: 'half' } as RequestInit);
+    expect(exact.status).to.equal(200);
+    expect((await owner.api.post(`/storage/objects/${p.body.data.objectId}/complete`, {}, tok())).body.data).to.include({ status: 'uploaded', sizeBytes: 10 });
+  });
+
+  it('serves neither a signed download nor a public link for a file still pending', async () => {
+    const { server, baseUrl } = sharedServer();
+    const p = await presign({ fileName: 'me.png', mimeType: 'image/png', sizeBytes: PNG.length, purpose: 'avatar' });
+    const objectId = p.body.data.objectId;
+    const object = await server.services.storage.get(owner.orgId, objectId);
+    const signed = await server.services.storage.driver.downloadUrl({ id: object.id, key: object.key, mimeType: object.mimeType, fileName: object.fileName, sizeBytes: object.sizeBytes }, 60, 'inline');
+    expect((await fetch(reachable(signed, baseUrl))).status).to.equal(404);
+    expect((await fetch(`${baseUrl}/api/v1/storage/public/${objectId}`)).status).to.equal(404);
+    expect((await owner.api.post('/storage/presigned-download', { objectId }, tok())).status).to.equal(400);
+    expect((await fetch(`${baseUrl}/api/v1/storage/public/${randomUUID()}`)).status).to.equal(404);
+  });
+
+  it('stores a received file once per id, within its purpose\'s limits', async () => {
+    const { storage } = sharedServer().server.services;
+    const id = randomUUID();
+    const first = await storage.storeReceived(owner.orgId, { id, purpose: 'attachment', fileName: 'r.txt', mimeType: 'text/plain', bytes: Buffer.from('received') });
+    expect(first).to.include({ status: 'uploaded', sizeBytes: 8 });
+    const second = await storage.storeReceived(owner.orgId, { id, purpose: 'attachment', fileName: 'other.txt', mimeType: 'text/plain', bytes: Buffer.from('something else') });
+    expect([second.id, second.fileName, second.sizeBytes]).to.deep.equal([id, 'r.txt', 8]);
+    const received = (bytes: Buffer, mimeType = 'text/plain') => statusOf(storage.storeReceived(owner.orgId, { id: randomUUID(), purpose: 'attachment', fileName: 'x', mimeType, bytes }));
+    expect(await received(Buffer.alloc(0))).to.equal(400);
+    expect(await received(Buffer.from('1'))).to.equal(0);
+    // The refusal's words become the note on the customer's message: the limit in MiB.
+    const tooBig = await storage.storeReceived(owner.orgId, { id: randomUUID(), purpose: 'channel_media', fileName: 'x', mimeType: 'text/plain', bytes: Buffer.alloc(25 * MiB + 1, 'a') }).catch((err: Error) => err);
+    expect((tooBig as Error).message).to.equal('A channel_media file is at most 25 MiB');
+    expect(await received(Buffer.alloc(10 * MiB + 1, 'a'))).to.equal(400);
+    expect(await received(Buffer.alloc(10 * MiB, 'a'))).to.equal(0);
+    expect(await received(Buffer.from('x'), 'application/x-msdownload')).to.equal(400);
+    expect(await received(PDF, 'image/png')).to.equal(400);
+  });
+
+  it('asks the first bytes to prove the types that have a signature, and text to be text', () => {
+    const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+    const ZIP = Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0x00]);
+    const WEBP = Buffer.concat([Buffer.from('RIFF'), Buffer.from([0, 0, 0, 0]), Buffer.from('WEBPVP8 ')]);
+    expect(contentMatches('image/png', PNG)).to.equal(true);
+    expect(contentMatches('IMAGE/PNG; x=1', PNG)).to.equal(true);
+    expect(contentMatches('image/png', PDF)).to.equal(false);
+    expect(contentMatches('image/jpeg', PNG)).to.equal(false);
+    expect(contentMatches('image/webp', WEBP)).to.equal(true);
+    expect(contentMatches('image/webp', Buffer.from('RIFF\0\0\0\0WAVEfmt '))).to.equal(false);
+    expect(contentMatches('application/pdf', Buffer.from('hello'))).to.equal(false);
+    // Office files are zip containers: a zip signature proves them, and a zip is not a PDF.
+    expect(contentMatches(DOCX, ZIP)).to.equal(true);
+    expect(contentMatches('application/zip', ZIP)).to.equal(true);
+    expect(contentMatches(DOCX, PDF)).to.equal(false);
+    expect(contentMatches('application/pdf', ZIP)).to.equal(false);
+    expect(contentMatches('image/png', ZIP)).to.equal(false);
+    // Text: no binary signature and no NUL byte.
+    expect(contentMatches('text/plain', Buffer.from('plain words'))).to.equal(true);
+    expect(contentMatches('text/csv', Buffer.from('a,b\0c'))).to.equal(false);
+    expect(contentMatches('text/markdown', PNG)).to.equal(false);
+    expect(contentMatches('Text/HTML', Buffer.from('<p>hi</p>'))).to.equal(true);
+    // Types without a signature we know pass whatever they start with.
+    expect(contentMatches('audio/mpeg', Buffer.from([0, 1, 2, 3]))).to.equal(true);
+    expect(contentMatches('video/mp4', PNG)).to.equal(true);
+  });
+});
