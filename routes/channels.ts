@@ -50,9 +50,10 @@ export function channelRoutes(s: RouteServices): AnyRoute[] {
     defineRoute({
       method: 'post', path: '/channels/telegram', operationId: 'createTelegramChannel', tag, auth: admin,
       summary: 'Add a Telegram bot: checked with getMe, then its webhook is set with a secret token',
-      description: 'A token Telegram refuses (getMe or setWebhook) answers 400.',
+      description: 'A token Telegram refuses (getMe or setWebhook) answers 400; Telegram unreachable, timing out, busy (429) or failing (5xx) answers 503 `service_unavailable`, nothing created.',
       body: telegramChannelBody,
       response: { status: 201, description: 'The channel', data: ChannelView },
+      errors: [503],
       handler: async ({ orgId, body }) => ({ message: 'Telegram channel created', data: present(await p.createTelegram(orgId, body)) }),
     }),
     defineRoute({

@@ -96,6 +96,19 @@ describe('Channels: a channel whose deliveries keep failing', function () {
     expect(statuses.filter((s: string) => s === 'failed')).to.have.length(1 + 2 * CHANNEL_FAILURE_THRESHOLD - 1);
   });
 
+  it('answers 503 when Telegram cannot answer while a bot is added, 400 when it refuses the token; nothing is created', async () => {
+    const before = ok(await owner.api.get('/channels', { token: owner.accessToken }), 200).length;
+    telegram.queue.set('/getMe', [{ status: 502, body: { ok: false, error_code: 502, description: 'Bad Gateway' } }]);
+    const busy = await owner.api.post('/channels/telegram', { name: 'Busy', botToken: '123:busy-token' }, { token: owner.accessToken });
+    expect(busy.status, JSON.stringify(busy.body)).to.equal(503);
+    expect(busy.body.error.code).to.equal('service_unavailable');
+    telegram.queue.set('/getMe', [{ status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } }]);
+    const refused = await owner.api.post('/channels/telegram', { name: 'Refused', botToken: '123:bad-token' }, { token: owner.accessToken });
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
+    expect(refused.body.error.code).to.equal('validation_failed');
+    expect(ok(await owner.api.get('/channels', { token: owner.accessToken }), 200)).to.have.length(before);
+  });
+
   it('leaves a healthy channel untouched by a delivery that goes out, and makes one failed by its verification active again', async () => {
     const { updatedAt } = await channel();
     await reply('All good');

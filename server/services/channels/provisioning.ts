@@ -3,11 +3,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { DomainEventBus } from '../../events.js';
-import { NotFound, PlanLimitReached, ValidationFailed } from '../../errors.js';
+import { NotFound, PlanLimitReached, ServiceUnavailable, ValidationFailed } from '../../errors.js';
 import type { OrganizationService } from '../organizations.js';
 import { withinLimit } from '../plans.js';
 import type { SecretSealer } from './crypto.js';
 import { presentChannel } from '../../presenters/channel.js';
+import { ProviderError } from './providers/errors.js';
 import { TelegramApi } from './providers/telegram.js';
 import type { ChannelRow, ChannelSecrets, ChannelStatus, ChannelType, EmailSecrets, TelegramSecrets, WhatsAppSecrets } from './types.js';
 
@@ -128,10 +129,10 @@ export class ChannelProvisioning {
     const secrets: TelegramSecrets = { botToken: input.botToken, webhookSecret: randomSecret() };
     const api = new TelegramApi(this.deps.urls.telegramApiUrl, input.botToken);
     const bot = await api.getMe().catch((err: Error) => {
-      throw new ValidationFailed(`Telegram refused the bot token: ${err.message}`, [{ field: 'botToken', message: 'refused by Telegram' }]);
+      throw unreachable(err) ?? new ValidationFailed(`Telegram refused the bot token: ${err.message}`, [{ field: 'botToken', message: 'refused by Telegram' }]);
     });
     await api.setWebhook(this.inboundUrl({ id, type: 'telegram' }), secrets.webhookSecret).catch((err: Error) => {
-      throw new ValidationFailed(`Telegram refused the webhook: ${err.message}`, [{ field: 'botToken', message: 'setWebhook failed' }]);
+      throw unreachable(err) ?? new ValidationFailed(`Telegram refused the webhook: ${err.message}`, [{ field: 'botToken', message: 'setWebhook failed' }]);
     });
     return this.insert(orgId, { id, type: 'telegram', name: input.name, status: 'active', config: { botId: bot.id, botUsername: bot.username ?? null } }, secrets);
   }
@@ -269,4 +270,12 @@ export class ChannelProvisioning {
     }, '*')) as ChannelRow[];
     return inserted!;
   }
+}
+
+/**
+ * Telegram down, slow or busy (network failure, timeout, 429, 5xx) says nothing about the token: 503, to try again,
+ * rather than a 400 that would send the admin looking for a mistake in it.
+ */
+function unreachable(err: Error): ServiceUnavailable | null {
+  return err instanceof ProviderError && err.retryable ? new ServiceUnavailable('Telegram could not be reached; try again in a moment') : null;
 }
