@@ -116,7 +116,7 @@ export class WebhookService {
     try {
       await resolveTarget(url, this.deps.policy);
     } catch (err) {
-      if (err instanceof UnsafeTarget) throw new ValidationFailed(err.message, [{ field: 'body.url', message: err.message }]);
+      if (err instanceof UnsafeTarget) throw new ValidationFailed(err.message, [{ field: 'url', message: err.message }]);
       throw err;
     }
   }
