@@ -102,7 +102,7 @@ export function buildOpenApi(routes: AnyRoute[], info: { serverUrl: string }) {
     info: {
       title: 'Support Platform API',
       version: '1.0.0',
-      description: 'Multi-tenant customer-support platform. Every success body is `{ success: true, message, data }`; every error body is `{ success: false, message, error: { code, details }, requestId }`. A path asked with a method it does not have answers 405 `method_not_allowed` with an `Allow` header naming the methods it has.',
+      description: 'Multi-tenant customer-support platform. Every success body is `{ success: true, message, data }`; every error body is `{ success: false, message, error: { code, details }, requestId }`. Requests the HTTP parser refuses get it too: a URL and headers past 16 KB answer 431 `payload_too_large`, a malformed request 400 `validation_failed`. A path asked with a method it does not have answers 405 `method_not_allowed` with an `Allow` header naming the methods it has.',
     },
     servers: [{ url: info.serverUrl }],
     components: {

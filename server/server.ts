@@ -6,6 +6,7 @@ import { createDatabase, type Database } from '../db/index.js';
 import type { RouteRegistry } from '../routes/registry.js';
 import { bearerTokenReader, type RouteServices } from '../routes/services.js';
 import { createApp } from './app.js';
+import { answerClientError } from './clientErrors.js';
 import { ActorResolver } from './auth/actor.js';
 import { CallerCache } from './auth/callerCache.js';
 import { createPolicies, type PolicyOverrides } from './policies/index.js';
@@ -194,6 +195,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
   const metrics = new Metrics({ knex: db.knex, sockets: () => countSockets(realtime) }, events);
   const { app, routers, registry } = createApp(services, logger, metrics);
   const http = createHttpServer(app.callback());
+  http.on('clientError', answerClientError);
   // Idle keep-alive sockets must not hold a graceful stop open.
   http.keepAliveTimeout = 5_000;
   let retention: NodeJS.Timeout | null = null;

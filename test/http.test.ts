@@ -1,6 +1,7 @@
 // The HTTP core: request ids, error envelopes, security headers, CORS, body handling and health checks.
 import { gzipSync } from 'node:zlib';
 import http from 'node:http';
+import net from 'node:net';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { signUp } from './helpers/factories.js';
@@ -232,6 +233,28 @@ describe('HTTP core', () => {
       expect(bomb.length).to.be.below(64 * 1024);
       const res = await api.request('POST', '/auth/refresh-token', { rawBody: bomb, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
       expectError(res, 413, 'payload_too_large');
+    });
+
+    it('answers what the HTTP parser refuses (a URL past 16 KB, a malformed request) with the error body', async () => {
+      const raw = async (request: string) => {
+        const { port, hostname } = new URL(sharedServer().baseUrl);
+        const socket = net.connect(Number(port), hostname);
+        const chunks: Buffer[] = [];
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.write(request);
+        await new Promise((r) => socket.on('close', r));
+        const text = Buffer.concat(chunks).toString();
+        const [head, body] = text.split('\r\n\r\n');
+        return { status: Number(head!.split(' ')[1]), type: /content-type: ([^\r]+)/i.exec(head!)?.[1], body: JSON.parse(body!) };
+      };
+      const long = await raw(`GET /api/v1/health?q=${'x'.repeat(20_000)} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+      expect(long.status).to.equal(431);
+      expect(long.type).to.contain('application/json');
+      expect(long.body).to.include({ success: false }).and.have.nested.property('error.code', 'payload_too_large');
+      const malformed = await raw('GARBAGE\r\n\r\n');
+      expect(malformed.status).to.equal(400);
+      expect(malformed.body).to.have.nested.property('error.code', 'validation_failed');
+      expect(malformed.body.requestId).to.be.a('string');
     });
 
     it('answers 413 payload_too_large for a body over 1 MiB', async () => {
