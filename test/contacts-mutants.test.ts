@@ -1,6 +1,7 @@
 // Contact merges, the rules the merge tests leave open: `prefer.attributes`, the email's verification travelling with
 // the email, the later of the two activities, the limits of tags and attributes taken together, and the open
-// duplicate conflict that the merge of its two contacts settles.
+// duplicate conflict that the merge of its two contacts settles; and the fields: blank text is no text, a phone
+// that parses but cannot be a number is refused.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
@@ -112,5 +113,28 @@ describe('Contact merge: what the survivor keeps', () => {
     expect(byId.get(rows.dismissed.id)).to.include({ status: 'dismissed', resolvedBy: null });
     expect(byId.get(rows.withThird.id)).to.include({ status: 'open', contactId: third.id, otherContactId: target.id });
     expect(byId.get(rows.field.id)).to.include({ status: 'open', contactId: target.id });
+  });
+});
+
+describe('Contact fields: blank text and impossible phones', () => {
+  let t: ContactsTenant;
+  before(async () => {
+    t = await contactsTenant();
+  });
+
+  it('a name or company of spaces only is none (null), on create and on change', async () => {
+    const c = await createContact(t.agent, { name: '   ', company: ' \t ' });
+    expect(c).to.include({ name: null, company: null });
+    const named = ok(await as(t.agent).patch(`/contacts/${c.id}`, { name: 'Ann', company: 'Acme' }), 200);
+    expect(named).to.include({ name: 'Ann', company: 'Acme' });
+    expect(ok(await as(t.agent).patch(`/contacts/${c.id}`, { name: '  ', company: '  ' }), 200)).to.include({ name: null, company: null });
+  });
+
+  it('refuses a phone that parses but is too short to be a number (400), with the field named', async () => {
+    for (const phone of ['+4915', '+1 555']) {
+      const res = await as(t.agent).post('/contacts', { name: 'P', phone });
+      expectError(res, 400, 'validation_failed');
+      expect(res.body.error.details).to.deep.equal([{ field: 'phone', message: 'must be an international phone number, e.g. +49 151 23456789' }]);
+    }
   });
 });
