@@ -182,6 +182,26 @@ describe('webhook events recorded by a send', function () {
     expect((await fanoutJobs(owner.orgId)).length).to.equal(before + 1);
   });
 
+  it('a customer reopening a resolved conversation records conversation.updated: the batch hands that send back', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    await subscribe(owner, ['conversation.updated']);
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'hello');
+    const t = { token: owner.accessToken };
+    expect((await owner.api.patch(`/conversations/${conversationId}/status`, { status: 'resolved' }, t)).status).to.equal(200);
+    const knex = app.server.db.knex;
+    const updates = async () =>
+      (await knex('webhook_deliveries').where({ organization_id: owner.orgId, event_type: 'conversation.updated' }).orderBy('created_at').orderBy('id').select('payload')).map(
+        (r: any) => r.payload.conversation.status,
+      );
+    expect(await updates()).to.deep.equal(['resolved']);
+    const stats = app.server.services.messages.batchStats;
+    const [appended, declined] = [stats.appended, stats.declined];
+    expect((await visitor.api.post(`/widget/conversations/${conversationId}/messages`, { content: 'one more thing' }, { token: visitor.token })).status).to.equal(201);
+    expect([stats.appended - appended, stats.declined - declined], 'handed to the transactional path').to.deep.equal([0, 1]);
+    expect(await updates()).to.deep.equal(['resolved', 'open']);
+  });
+
   it('records nothing for an organization without a subscription to these events, and still batches its sends', async () => {
     const owner = await signUp(app.server, app.baseUrl);
     await subscribe(owner, ['contact.created']);

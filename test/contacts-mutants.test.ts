@@ -1,0 +1,140 @@
+// Contact merges, the rules the merge tests leave open: `prefer.attributes`, the email's verification travelling with
+// the email, the later of the two activities, the limits of tags and attributes taken together, and the open
+// duplicate conflict that the merge of its two contacts settles; and the fields: blank text is no text, a phone
+// that parses but cannot be a number is refused.
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { sharedServer } from './helpers/hooks.js';
+import { uniqueEmail } from './helpers/factories.js';
+import { expectError } from './helpers/tenancy.js';
+import { as, contactsTenant, createContact, defineAttribute, ok, type ContactsTenant } from './helpers/contacts.js';
+
+describe('Contact merge: what the survivor keeps', () => {
+  let t: ContactsTenant;
+  const knex = () => sharedServer().server.db.knex;
+  const merge = (targetId: string, sourceId: string, prefer?: Record<string, string>) =>
+    as(t.agent).post(`/contacts/${targetId}/merge`, { sourceContactId: sourceId, ...(prefer ? { prefer } : {}) });
+
+  before(async () => {
+    t = await contactsTenant();
+    await defineAttribute(t.admin, { key: 'plan', label: 'Plan', type: 'list', options: ['free', 'pro'] });
+    await defineAttribute(t.admin, { key: 'seats', label: 'Seats', type: 'number' });
+    await defineAttribute(t.admin, { key: 'region', label: 'Region', type: 'text' });
+  });
+
+  it('prefer.attributes: source lets the source win key by key; keys only the survivor has stay', async () => {
+    const target = await createContact(t.agent, { name: 'T', attributes: { plan: 'pro', region: 'north' } });
+    const source = await createContact(t.agent, { name: 'S', attributes: { plan: 'free', seats: 3 } });
+    const survivor = ok(await merge(target.id, source.id, { attributes: 'source' }), 200);
+    expect(survivor.attributes).to.deep.equal({ plan: 'free', seats: 3, region: 'north' });
+  });
+
+  it("the email's verification goes with the email: taken from the source with it, kept with the survivor's", async () => {
+    const verified = new Date('2026-01-02T03:04:05.000Z');
+    const pair = async () => {
+      const target = await createContact(t.agent, { name: 'T', email: uniqueEmail('t') });
+      const source = await createContact(t.agent, { name: 'S', email: uniqueEmail('s') });
+      await knex()('contacts').where({ id: target.id }).update({ email_verified_at: verified });
+      return { target, source };
+    };
+    const kept = await pair();
+    const keptSurvivor = ok(await merge(kept.target.id, kept.source.id), 200);
+    expect(keptSurvivor).to.include({ email: kept.target.email, emailVerifiedAt: verified.toISOString() });
+    const taken = await pair();
+    const takenSurvivor = ok(await merge(taken.target.id, taken.source.id, { email: 'source' }), 200);
+    expect(takenSurvivor).to.include({ email: taken.source.email, emailVerifiedAt: null });
+  });
+
+  it('the last activity is the later of the two, whichever side it is on', async () => {
+    const early = new Date('2026-01-01T00:00:00.000Z');
+    const late = new Date('2026-06-01T00:00:00.000Z');
+    const cases: Array<[Date | null, Date | null, Date | null]> = [
+      [early, late, late],
+      [late, early, late],
+      [null, early, early],
+      [early, null, early],
+      [null, null, null],
+    ];
+    for (const [i, [onTarget, onSource, expected]] of cases.entries()) {
+      const target = await createContact(t.agent, { name: `T${i}` });
+      const source = await createContact(t.agent, { name: `S${i}` });
+      await knex()('contacts').where({ id: target.id }).update({ last_activity_at: onTarget });
+      await knex()('contacts').where({ id: source.id }).update({ last_activity_at: onSource });
+      const survivor = ok(await merge(target.id, source.id), 200);
+      expect(survivor.lastActivityAt, `case ${i}`).to.equal(expected ? expected.toISOString() : null);
+    }
+  });
+
+  it('exactly 50 tags together merge; 51 are refused with the count in the words', async () => {
+    const target = await createContact(t.agent, { name: 'T', tags: Array.from({ length: 25 }, (_, i) => `t${i}`) });
+    const source = await createContact(t.agent, { name: 'S', tags: Array.from({ length: 25 }, (_, i) => `s${i}`) });
+    expect(ok(await merge(target.id, source.id), 200).tags).to.have.length(50);
+    const third = await createContact(t.agent, { name: 'U', tags: ['one more'] });
+    const res = await merge(target.id, third.id);
+    expectError(res, 400, 'validation_failed');
+    expect(res.body.message).to.equal('The merged contact would have 51 tags (at most 50)');
+    expect(res.body.error.details).to.deep.equal([{ field: 'tags', message: 'too many tags together' }]);
+  });
+
+  it('more than 100 attributes together are refused and nothing moves; exactly 100 merge', async () => {
+    const own = await contactsTenant();
+    await knex()('contact_attribute_definitions').insert(Array.from({ length: 101 }, (_, i) => ({ organization_id: own.owner.orgId, key: `k${i}`, label: `K${i}`, type: 'text' })));
+    const attrs = (from: number, to: number) => Object.fromEntries(Array.from({ length: to - from }, (_, i) => [`k${from + i}`, 'v']));
+    const target = await createContact(own.agent, { name: 'T', attributes: attrs(0, 60) });
+    const source = await createContact(own.agent, { name: 'S', attributes: attrs(50, 101) });
+    const res = await as(own.agent).post(`/contacts/${target.id}/merge`, { sourceContactId: source.id });
+    expectError(res, 400, 'validation_failed');
+    expect(res.body.error.details).to.deep.equal([{ field: 'attributes', message: 'too many attributes together' }]);
+    expect(ok(await as(own.agent).get(`/contacts/${source.id}`), 200).attributes).to.deep.equal(attrs(50, 101));
+    const exact = await createContact(own.agent, { name: 'E', attributes: attrs(60, 100) });
+    expect(Object.keys(ok(await as(own.agent).post(`/contacts/${target.id}/merge`, { sourceContactId: exact.id }), 200).attributes)).to.have.length(100);
+  });
+
+  it('settles the open duplicate conflict between the two contacts, and only that one', async () => {
+    const target = await createContact(t.agent, { name: 'T', email: uniqueEmail('t') });
+    const source = await createContact(t.agent, { name: 'S', email: uniqueEmail('s') });
+    const third = await createContact(t.agent, { name: 'U' });
+    const conflict = (contactId: string, otherContactId: string | null, kind = 'duplicate', status = 'open') => ({
+      id: randomUUID(), organization_id: t.owner.orgId, kind, status, contact_id: contactId, other_contact_id: otherContactId,
+      field: 'email', current_value: JSON.stringify('a'), proposed_value: JSON.stringify('b'), source: 'ai',
+    });
+    const rows = {
+      pair: conflict(source.id, target.id),
+      dismissed: conflict(target.id, source.id, 'duplicate', 'dismissed'),
+      withThird: conflict(third.id, source.id),
+      field: conflict(target.id, null, 'field'),
+    };
+    await knex()('contact_conflicts').insert(Object.values(rows));
+    ok(await merge(target.id, source.id), 200);
+    const all = ok(await as(t.agent).get(`/contacts/conflicts?status=all&limit=100`), 200) as any[];
+    const byId = new Map(all.map((c) => [c.id, c]));
+    expect(byId.get(rows.pair.id)).to.include({ status: 'applied', contactId: target.id, otherContactId: target.id, resolvedBy: t.agent.userId });
+    expect(byId.get(rows.pair.id).resolvedAt).to.be.a('string');
+    expect(byId.get(rows.dismissed.id)).to.include({ status: 'dismissed', resolvedBy: null });
+    expect(byId.get(rows.withThird.id)).to.include({ status: 'open', contactId: third.id, otherContactId: target.id });
+    expect(byId.get(rows.field.id)).to.include({ status: 'open', contactId: target.id });
+  });
+});
+
+describe('Contact fields: blank text and impossible phones', () => {
+  let t: ContactsTenant;
+  before(async () => {
+    t = await contactsTenant();
+  });
+
+  it('a name or company of spaces only is none (null), on create and on change', async () => {
+    const c = await createContact(t.agent, { name: '   ', company: ' \t ' });
+    expect(c).to.include({ name: null, company: null });
+    const named = ok(await as(t.agent).patch(`/contacts/${c.id}`, { name: 'Ann', company: 'Acme' }), 200);
+    expect(named).to.include({ name: 'Ann', company: 'Acme' });
+    expect(ok(await as(t.agent).patch(`/contacts/${c.id}`, { name: '  ', company: '  ' }), 200)).to.include({ name: null, company: null });
+  });
+
+  it('refuses a phone that parses but is too short to be a number (400), with the field named', async () => {
+    for (const phone of ['+4915', '+1 555']) {
+      const res = await as(t.agent).post('/contacts', { name: 'P', phone });
+      expectError(res, 400, 'validation_failed');
+      expect(res.body.error.details).to.deep.equal([{ field: 'phone', message: 'must be an international phone number, e.g. +49 151 23456789' }]);
+    }
+  });
+});

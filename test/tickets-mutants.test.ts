@@ -1,0 +1,109 @@
+// Ticket rules the transition table and search tests leave open: what a status change stamps and leaves alone, the
+// words of each refusal, and which queries count as a ticket number (two digits and more, never past nine).
+import { expect } from 'chai';
+import { sharedServer } from './helpers/hooks.js';
+import { signUp, type SignedUp } from './helpers/factories.js';
+import { expectError } from './helpers/tenancy.js';
+import { createTicket, ok, patchTicket } from './helpers/tickets.js';
+
+describe('Tickets: the timestamps of a status change', () => {
+  let owner: SignedUp;
+
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    owner = await signUp(server, baseUrl);
+  });
+
+  const to = async (id: string, status: string) => ok(await patchTicket(owner, id, { status }), 200);
+
+  it('closing an open ticket stamps closedAt only: it was never resolved', async () => {
+    const t = await createTicket(owner);
+    const closed = await to(t.id, 'closed');
+    expect(closed.closedAt).to.be.a('string');
+    expect(closed.resolvedAt).to.equal(null);
+  });
+
+  it('closing a resolved ticket keeps the moment it was resolved', async () => {
+    const t = await createTicket(owner);
+    const resolved = await to(t.id, 'resolved');
+    expect(resolved.resolvedAt).to.be.a('string');
+    expect(resolved.closedAt).to.equal(null);
+    const closed = await to(t.id, 'closed');
+    expect(closed.resolvedAt).to.equal(resolved.resolvedAt);
+    expect(closed.closedAt).to.be.a('string');
+  });
+
+  it('working on a ticket stamps neither: in progress, pending, open again', async () => {
+    const t = await createTicket(owner);
+    for (const status of ['in_progress', 'pending', 'open', 'resolved', 'open']) {
+      const changed = await to(t.id, status);
+      expect(changed.closedAt, status).to.equal(null);
+      if (status !== 'resolved') expect(changed.resolvedAt, status).to.equal(null);
+    }
+  });
+});
+
+describe('Tickets: the words of a refusal', () => {
+  let owner: SignedUp;
+
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    owner = await signUp(server, baseUrl);
+  });
+
+  it('names both statuses of a refused change', async () => {
+    const t = await createTicket(owner);
+    ok(await patchTicket(owner, t.id, { status: 'resolved' }), 200);
+    const res = await patchTicket(owner, t.id, { status: 'pending' });
+    expectError(res, 400, 'invalid_transition');
+    expect(res.body.message).to.equal('A resolved ticket cannot become pending');
+  });
+
+  it('says which side of a merge is final: the source cannot be merged, the target cannot be merged into', async () => {
+    const open = await createTicket(owner);
+    const closed = await createTicket(owner);
+    ok(await patchTicket(owner, closed.id, { status: 'closed' }), 200);
+    const merge = (source: string, target: string) => owner.api.post(`/tickets/${source}/merge`, { targetTicketId: target }, { token: owner.accessToken });
+    const asSource = await merge(closed.id, open.id);
+    expectError(asSource, 400, 'invalid_transition');
+    expect(asSource.body.message).to.equal('A closed ticket cannot be merged');
+    const asTarget = await merge(open.id, closed.id);
+    expectError(asTarget, 400, 'invalid_transition');
+    expect(asTarget.body.message).to.equal('A closed ticket cannot be merged into');
+  });
+});
+
+describe('Tickets: a search query as a ticket number', () => {
+  let owner: SignedUp;
+  const byNumber = new Map<number, string>();
+
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    owner = await signUp(server, baseUrl);
+    // Titles without digits: whatever a query finds by number, it did not find by its text.
+    for (let i = 0; i < 12; i++) {
+      const t = await createTicket(owner, { title: `Ticket ${'abcdefghijkl'[i]}` });
+      byNumber.set(t.number, t.title);
+    }
+  });
+
+  const titles = async (q: string) =>
+    (ok(await owner.api.get(`/tickets?q=${encodeURIComponent(q)}`, { token: owner.accessToken }), 200) as any[]).map((t) => t.title);
+
+  it('finds a two-digit number, with and without #', async () => {
+    expect(await titles('12')).to.deep.equal([byNumber.get(12)]);
+    expect(await titles('#11')).to.deep.equal([byNumber.get(11)]);
+  });
+
+  it('reads only a whole query as a number: digits before or after other text are text', async () => {
+    expect(await titles('x1')).to.deep.equal([]);
+    expect(await titles('1x')).to.deep.equal([]);
+    expect(await titles('a#1')).to.deep.equal([]);
+    expect(await titles('##1')).to.deep.equal([]);
+  });
+
+  it('takes ten digits and more as text, not as a number the database would refuse', async () => {
+    expect(await titles('9999999999')).to.deep.equal([]);
+    expect(await titles('#12345678901')).to.deep.equal([]);
+  });
+});
