@@ -146,4 +146,20 @@ describe('storage: local signed URLs and the sweep', () => {
     await server.services.storage.sweepPending();
     expect((await owner.api.get(`/storage/metadata/${p.body.data.objectId}`, { token: owner.accessToken })).status).to.equal(404);
   });
+
+  it('keeps a pending upload a knowledge source still waits for, and sweeps the others of the same batch', async () => {
+    const { server } = sharedServer();
+    const t = { token: owner.accessToken };
+    const source = await owner.api.post('/knowledge/request-upload', { title: 'Late', fileName: 'late.txt', mimeType: 'text/plain', sizeBytes: 10 }, t);
+    expect(source.status, JSON.stringify(source.body)).to.equal(201);
+    const waited = source.body.data.upload.objectId as string;
+    const loose = (await owner.api.post('/storage/presigned-upload', { fileName: 'loose.txt', mimeType: 'text/plain', sizeBytes: 10, purpose: 'attachment' }, t)).body.data.objectId as string;
+    // Older first: the referenced one comes first in the sweep's order, so the loose one is only reached past it.
+    await server.db.knex('storage_objects').where({ id: waited }).update({ createdAt: new Date(Date.now() - 26 * 3_600_000) });
+    await server.db.knex('storage_objects').where({ id: loose }).update({ createdAt: new Date(Date.now() - 25 * 3_600_000) });
+    await server.services.storage.sweepPending();
+    expect((await owner.api.get(`/storage/metadata/${waited}`, t)).status).to.equal(200);
+    expect((await owner.api.get(`/storage/metadata/${loose}`, t)).status).to.equal(404);
+    expect((await owner.api.get(`/knowledge/${source.body.data.documentId}`, t)).body.data.status).to.equal('awaiting_upload');
+  });
 });
