@@ -7,8 +7,8 @@ import { Revocations, type AvailabilityChange, type CallerNotice, type Revocatio
 
 /**
  * How long an answer is reused, by REST and handshakes alike. Revocation does not wait for it: every revocation
- * drops its entries on every instance before the revoking request answers, and nothing is kept while an instance
- * could miss one. So it only bounds what no notice announces (a renamed user, a changed email), and 10 s of that is
+ * drops its entries on every instance as soon as each reads the notice (milliseconds after the commit), and
+ * nothing is kept while an instance could miss one. So it only bounds what no notice announces (a renamed user, a changed email), and 10 s of that is
  * the price of answering an agent's reconnect (socket.io-client retries after 1-5 s) from memory.
  */
 const TTL_MS = 10_000;
@@ -37,7 +37,7 @@ function revokes(notice: Exclude<CallerNotice, AvailabilityChange | { everyone: 
  * Access-token callers for a moment. Only callers that were let in are kept (a live session, and an accepted
  * membership when the token names an organization): a refusal is read again each time, so access that is granted
  * is seen at once, and access that ends is announced (logout, reuse detection, password change, suspension,
- * removal, role change, organization deleted) and dropped on every instance before the next request or handshake.
+ * removal, role change, organization deleted) and dropped on every instance as soon as it reads the notice.
  */
 export class CallerCache {
   private readonly entries = new Map<string, Entry>();

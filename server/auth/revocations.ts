@@ -167,9 +167,9 @@ export class Revocations {
 }
 
 /**
- * Tells the other instances, inside the transaction that revokes: PostgreSQL delivers the notice when it commits,
- * before the revoking request can answer. (The domain event that follows the commit tells this instance, and tells
- * the others again.) Nothing to do on the embedded database, which one process serves.
+ * Tells the other instances, inside the transaction that revokes: PostgreSQL sends the notice as it commits, so it
+ * is on its way before the revoking request answers (each instance acts on it when its event loop reads it).
+ * (The domain event that follows the commit tells this instance, and tells the others again.) Nothing to do on the embedded database, which one process serves.
  */
 export async function noticeRevocation(db: Knex | Knex.Transaction, revocation: Exclude<Revocation, { everyone: true }> & { userId?: string }): Promise<void> {
   if ((db.client as { config?: { client?: unknown } }).config?.client !== 'pg') return;
