@@ -2,6 +2,9 @@
 //   npm run test:mutation -- --mutate server/auth/tokens.ts --testFiles test/auth-tokens.test.ts,test/auth.test.ts
 // --mutate and --testFiles take comma-separated lists and may repeat (a module may be narrowed to lines:
 // server/auth/tokens.ts:37-88); --concurrency and --timeoutMS pass through; --reportDir (default reports/mutation).
+// --runner mocha (default): one test process per worker, every mutant switched on at run time, and only the tests that
+// reached a mutant run for it. --runner command: a fresh mocha process per mutant on every named test file (slow; any
+// failing run counts as a kill), for a mutant the in-process runner cannot judge.
 import { resolve } from 'node:path';
 import { Stryker } from '@stryker-mutator/core';
 
@@ -14,10 +17,11 @@ interface Args {
   concurrency?: number;
   timeoutMS?: number;
   reportDir?: string;
+  runner: 'mocha' | 'command';
 }
 
 function parse(argv: string[]): Args {
-  const args: Args = { mutate: [], testFiles: [] };
+  const args: Args = { mutate: [], testFiles: [], runner: 'mocha' };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     const value = (): string => {
@@ -31,7 +35,12 @@ function parse(argv: string[]): Args {
     else if (flag === '--concurrency' || flag === '-c') args.concurrency = Number(value());
     else if (flag === '--timeoutMS') args.timeoutMS = Number(value());
     else if (flag === '--reportDir') args.reportDir = value();
-    else throw new Error(`unknown option ${flag} (known: --mutate, --testFiles, --concurrency, --timeoutMS, --reportDir)`);
+    else if (flag === '--runner') {
+      const runner = value();
+      if (runner !== 'mocha' && runner !== 'command') throw new Error('--runner is mocha or command');
+      args.runner = runner;
+    }
+    else throw new Error(`unknown option ${flag} (known: --mutate, --testFiles, --runner, --concurrency, --timeoutMS, --reportDir)`);
   }
   if (args.mutate.length === 0) throw new Error('name the module to mutate: --mutate server/auth/tokens.ts');
   if (args.testFiles.length === 0) throw new Error('name the tests that cover it: --testFiles test/auth-tokens.test.ts');
@@ -52,11 +61,26 @@ try {
 // and finds the packages through its parent directories instead.
 const mocha = `'${resolve('node_modules/.bin/mocha').replaceAll("'", "'\\''")}'`;
 const quoted = args.testFiles.map((f) => `'${f.replaceAll("'", "'\\''")}'`).join(' ');
+const runner: Options =
+  args.runner === 'mocha'
+    ? {
+        // mocha's options (root hooks, extension, timeout) come from .mocharc.json; its node-option does not reach the
+        // runner's worker process, so tsx is loaded here.
+        testRunner: 'mocha',
+        testRunnerNodeArgs: ['--import', 'tsx'],
+        mochaOptions: { spec: args.testFiles },
+        coverageAnalysis: 'perTest',
+      }
+    : {
+        testRunner: 'command',
+        // A test server that is merely slow to start on a loaded machine must not count as a killed mutant.
+        commandRunner: { command: `TEST_SERVER_START_TIMEOUT_MS=\${TEST_SERVER_START_TIMEOUT_MS:-180000} ${mocha} --bail ${quoted}` },
+        coverageAnalysis: 'off',
+      };
 const stryker = new Stryker({
   ...config,
+  ...runner,
   mutate: args.mutate,
-  // A test server that is merely slow to start on a loaded machine must not count as a killed mutant.
-  commandRunner: { command: `TEST_SERVER_START_TIMEOUT_MS=\${TEST_SERVER_START_TIMEOUT_MS:-180000} ${mocha} --bail ${quoted}` },
   ...(args.concurrency ? { concurrency: args.concurrency } : {}),
   ...(args.timeoutMS ? { timeoutMS: args.timeoutMS } : {}),
   // Two runs at once need their own reports and sandboxes.

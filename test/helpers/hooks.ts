@@ -1,5 +1,7 @@
 // Root hooks: one shared server for the whole run (tests build their own tenants, so they never collide).
-import { startTestServer, type TestServer } from './server.js';
+// The server's modules are imported when the run starts, not when mocha loads this file: mutation testing loads this
+// file before it activates a mutant of a module-level value, and such a mutant is only seen by a module loaded after.
+import type { TestServer } from './server.js';
 
 let shared: TestServer | null = null;
 
@@ -15,6 +17,7 @@ export const mochaHooks = {
     // On PostgreSQL every test server shares one database. The shared server lives through the whole run, so it
     // leaves the jobs of channels and webhooks to the servers that the tests of those areas start with their fake
     // providers, keys and settings (it would otherwise claim some of them, with its own).
+    const { startTestServer } = await import('./server.js');
     shared = await startTestServer({ JOB_QUEUES: '-channel-inbound,-channel-delivery,-webhook-delivery,-webhook-fanout' });
   },
   async afterAll() {
