@@ -17,7 +17,10 @@ export const mochaHooks = {
     // On PostgreSQL every test server shares one database. The shared server lives through the whole run, so it
     // leaves the jobs of channels and webhooks to the servers that the tests of those areas start with their fake
     // providers, keys and settings (it would otherwise claim some of them, with its own).
-    const { startTestServer } = await import('./server.js');
+    // Loaded the way this file was (mocha requires TypeScript through tsx's CommonJS hook): a module loaded the other
+    // way would be a second copy of the server's modules, with classes and state of its own.
+    const { startTestServer } =
+      typeof require === 'function' ? (require('./server.js') as typeof import('./server.js')) : await import('./server.js');
     shared = await startTestServer({ JOB_QUEUES: '-channel-inbound,-channel-delivery,-webhook-delivery,-webhook-fanout' });
   },
   async afterAll() {
