@@ -104,6 +104,8 @@ async function stormApp(ctx: RunContext, app: AppInstance, port: number, orgs: S
 
   let ackErrors = 0;
   let firstAckError: string | null = null;
+  let syncErrors = 0;
+  let firstSyncError: string | null = null;
   const emitSend = (t: Thread, cmid: string, payload: string) => {
     if (!t.sender.connected) return;
     t.sender.emitWithAck('send_message', payload, (body) => {
@@ -134,7 +136,11 @@ async function stormApp(ctx: RunContext, app: AppInstance, port: number, orgs: S
       const page = (afterSeq: number) => {
         f.client.emitWithAck('sync', JSON.stringify({ conversationId, afterSeq }), (body) => {
           const ack = (JSON.parse(body) as [{ success: boolean; data?: { messages: { seq: number }[]; hasMore: boolean } }])[0];
-          if (!ack.success || !ack.data) return setTimeout(() => (f.client.connected ? page(afterSeq) : done()), 500);
+          if (!ack.success || !ack.data) {
+            syncErrors++;
+            firstSyncError ??= body.slice(0, 200);
+            return setTimeout(() => (f.client.connected ? page(afterSeq) : done()), 500);
+          }
           for (const m of ack.data.messages) held.add(m.seq);
           if (ack.data.hasMore) page(ack.data.messages[ack.data.messages.length - 1]!.seq);
           else done();
@@ -260,9 +266,9 @@ async function stormApp(ctx: RunContext, app: AppInstance, port: number, orgs: S
     generator,
   };
   ctx.log(
-    `  app: every socket back ${measure.allBackSeconds ?? 'never'} s after the stop, caught up ${measure.caughtUpSeconds ?? 'never'} s; handshake p99 ${measure.handshake.p99} max ${measure.handshake.max} ms over ${storm.attempts} attempts; ${scheduled} sends, ${stored} stored, ${unstored} never stored (${unstoredAway} of them by senders still away), ${missing} deliveries missing at sockets that are back (${missingAway} at sockets still away), ${gaps} conversations with a gap or repeat; ${ackErrors} refused sends re-sent${firstAckError ? ` (${firstAckError})` : ''}`,
+    `  app: every socket back ${measure.allBackSeconds ?? 'never'} s after the stop, caught up ${measure.caughtUpSeconds ?? 'never'} s; handshake p99 ${measure.handshake.p99} max ${measure.handshake.max} ms over ${storm.attempts} attempts; ${scheduled} sends, ${stored} stored, ${unstored} never stored (${unstoredAway} of them by senders still away), ${missing} deliveries missing at sockets that are back (${missingAway} at sockets still away), ${gaps} conversations with a gap or repeat; ${ackErrors} refused sends re-sent${firstAckError ? ` (${firstAckError})` : ''}; ${syncErrors} refused syncs asked again${firstSyncError ? ` (${firstSyncError})` : ''}`,
   );
-  return { app: next, measure, scheduled, stored, unstored, unstoredAway, missing, missingAway, gaps, ackErrors, firstAckError, rampFailed: rampResult.failed };
+  return { app: next, measure, scheduled, stored, unstored, unstoredAway, missing, missingAway, gaps, ackErrors, firstAckError, syncErrors, firstSyncError, rampFailed: rampResult.failed };
 }
 
 /** The bare relay: the same sockets, restarted the same way; it stores nothing, so only the reconnects are timed. */
