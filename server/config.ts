@@ -52,8 +52,7 @@ export interface Config {
   webhooks: { allowPrivate: boolean; timeoutMs: number };
   /**
    * Socket handshakes: how many may wait for their caller at once whatever the recent rate (SOCKET_HANDSHAKE_BACKLOG),
-   * and how long one should wait at most (SOCKET_HANDSHAKE_MAX_WAIT_MS; an event loop half that late refuses too);
-   * beyond both, a handshake is refused at once
+   * and how long one should wait at most (SOCKET_HANDSHAKE_MAX_WAIT_MS); beyond both, a handshake is refused at once
    * with `service_unavailable` and a time to come back (sockets/admission.ts).
    */
   socketAdmission: { backlog: number; maxWaitMs: number };

@@ -2,11 +2,8 @@
 // queue for the caller lookup behind one another and behind the syncs of those already back; a handshake that waits
 // longer than the client's timeout is work thrown away, and the client's retry adds to the queue. So a handshake
 // that would wait longer than the instance answers in a moment is refused at once, with a time to come back spread
-// at random over how long the instance needs for everyone refused meanwhile. Two signs say it would: more
-// handshakes waiting for their caller than were answered lately in `maxWaitMs` (and more than `backlog`, the
-// lookup's batches in flight), or an event loop running `maxWaitMs / 2` late (then every step of a handshake, before
-// and after the lookup, waits that long). Under normal load neither holds, and nothing is refused.
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+// at random over how long the instance needs for everyone refused meanwhile. Under normal load nothing is refused:
+// a refusal needs more handshakes waiting at once than `backlog` (the lookup's batches in flight).
 
 export interface AdmissionLimits {
   /** Handshakes that may always wait at once, whatever the recent rate. */
@@ -59,8 +56,6 @@ export class HandshakeAdmission {
 
   constructor(
     private readonly limits: AdmissionLimits,
-    /** How late the event loop runs lately (ms). */
-    private readonly loopDelayMs: () => number = () => 0,
     private readonly now: () => number = () => performance.now(),
     private readonly random: () => number = Math.random,
   ) {
@@ -81,15 +76,14 @@ export class HandshakeAdmission {
     // Handshakes answered per ms lately; before any (a fresh start), as if `backlog` were answered in `maxWaitMs`.
     const answered = this.answered.total();
     const rate = answered > 0 ? answered / WINDOW_MS : this.limits.backlog / this.limits.maxWaitMs;
-    const late = this.loopDelayMs();
     // Little's law: with this rate, that many waiting are answered within maxWaitMs.
-    if (this.waiting < Math.max(this.limits.backlog, rate * this.limits.maxWaitMs) && late < this.limits.maxWaitMs / 2) {
+    if (this.waiting < Math.max(this.limits.backlog, rate * this.limits.maxWaitMs)) {
       this.waiting++;
       return null;
     }
     this.refused.add();
     // Come back once the queue ahead has drained, spread over the time everyone refused lately takes to serve.
-    const drain = clamp(this.waiting / rate + late, MIN_RETRY_MS, RETRY_PART_CAP_MS);
+    const drain = clamp(this.waiting / rate, MIN_RETRY_MS, RETRY_PART_CAP_MS);
     const spread = clamp(this.refused.total() / rate, MIN_RETRY_MS, RETRY_PART_CAP_MS);
     return Math.round(drain + this.random() * spread);
   }
@@ -98,34 +92,5 @@ export class HandshakeAdmission {
   leave(): void {
     this.waiting--;
     this.answered.add();
-  }
-}
-
-/** Samples of the event loop's delay, summed up twice a second: the median delay of the last half second. */
-export class LoopDelay {
-  private static readonly RESOLUTION_MS = 20;
-  private readonly histogram: IntervalHistogram = monitorEventLoopDelay({ resolution: LoopDelay.RESOLUTION_MS });
-  private timer: NodeJS.Timeout | null = null;
-  private lastMs = 0;
-
-  /** The median delay of the last half second (ms), beyond the sampling resolution. */
-  get ms(): number {
-    return this.lastMs;
-  }
-
-  start(): void {
-    this.histogram.enable();
-    this.timer = setInterval(() => {
-      // No sample at all: the loop was blocked the whole time, which the next sample will show.
-      if (this.histogram.count > 0) this.lastMs = Math.max(0, this.histogram.percentile(50) / 1e6 - LoopDelay.RESOLUTION_MS);
-      this.histogram.reset();
-    }, 500);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    this.histogram.disable();
   }
 }

@@ -7,7 +7,7 @@ import { requestIdFrom } from '../routes/middleware/requestId.js';
 import { requestOrigin } from '../server/services/widget.js';
 import { authorize } from '../server/policies/index.js';
 import { redisAdapter } from './adapter.js';
-import { HandshakeAdmission, LoopDelay } from './admission.js';
+import { HandshakeAdmission } from './admission.js';
 import { createBroadcaster } from './broadcast.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
 import { attachOperator } from './operator.js';
@@ -81,9 +81,7 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     }
   });
 
-  const loopDelay = new LoopDelay();
-  loopDelay.start();
-  const admission = new HandshakeAdmission(config.socketAdmission, () => loopDelay.ms);
+  const admission = new HandshakeAdmission(config.socketAdmission);
   const corsOrigins = new Set(config.corsOrigins);
   const operatorOriginAllowed = (origin: string | undefined) => !origin || corsOrigins.size === 0 || corsOrigins.has('*') || corsOrigins.has(origin);
 
@@ -171,7 +169,6 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     handshakesWaiting: () => admission.inProgress,
     async close() {
       broadcaster.stop();
-      loopDelay.stop();
       deps.redis?.off('up', recheck);
       // Tell every client to go now, then stop the engine; Redis clients close last.
       io.disconnectSockets(true);
