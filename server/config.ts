@@ -50,6 +50,12 @@ export interface Config {
   metrics: { token: string | null; port: number | null };
   /** Outbound webhooks: private targets allowed (development only) and the per-delivery timeout. */
   webhooks: { allowPrivate: boolean; timeoutMs: number };
+  /**
+   * Socket handshakes: how many may wait for their caller at once whatever the recent rate (SOCKET_HANDSHAKE_BACKLOG),
+   * and how long one should wait at most (SOCKET_HANDSHAKE_MAX_WAIT_MS); beyond both, a handshake is refused at once
+   * with `service_unavailable` and a time to come back (sockets/admission.ts).
+   */
+  socketAdmission: { backlog: number; maxWaitMs: number };
   /** Knowledge indexing jobs run at once per instance; URL sources may reach private addresses only when allowed (tests). */
   knowledge: { workers: number; fetchAllowPrivate: boolean };
   /**
@@ -266,6 +272,8 @@ export function loadConfig(env: Env = process.env): Config {
     apiKeyRateLimitPerMinute: int('API_KEY_RATE_LIMIT', 600, 1, 1_000_000),
     metrics: { token: str('METRICS_TOKEN'), port: str('METRICS_PORT') === null ? null : int('METRICS_PORT', 0, 0, 65535) },
     webhooks: { allowPrivate: bool('WEBHOOKS_ALLOW_PRIVATE', false), timeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 50, 60_000) },
+    // The default backlog is what the caller lookup has in flight (two statements of 200 callers, auth/actor.ts).
+    socketAdmission: { backlog: int('SOCKET_HANDSHAKE_BACKLOG', 400, 1, 1_000_000), maxWaitMs: int('SOCKET_HANDSHAKE_MAX_WAIT_MS', 2_000, 100, 600_000) },
     knowledge: { workers: int('KNOWLEDGE_WORKERS', 2, 1, 32), fetchAllowPrivate: bool('KNOWLEDGE_FETCH_ALLOW_PRIVATE', false) },
     aiAssistUrl: url('AI_ASSIST_URL', ['http:', 'https:']),
     jobQueues: jobQueuesOf(str('JOB_QUEUES'), problems),

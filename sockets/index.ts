@@ -7,6 +7,7 @@ import { requestIdFrom } from '../routes/middleware/requestId.js';
 import { requestOrigin } from '../server/services/widget.js';
 import { authorize } from '../server/policies/index.js';
 import { redisAdapter } from './adapter.js';
+import { HandshakeAdmission } from './admission.js';
 import { createBroadcaster } from './broadcast.js';
 import type { ClientToServerEvents, ServerToClientEvents } from './events.js';
 import { attachOperator } from './operator.js';
@@ -42,6 +43,19 @@ function refusal(code: RefusalCode, retryAfterSeconds?: number): Error {
   return err;
 }
 
+/**
+ * The instance has more handshakes waiting than it answers in a moment: `service_unavailable`, the contract's error
+ * body as `data` (with `code` beside it, as other refusals have) and `retryAfter` in seconds, with a fraction: when
+ * to try again, already spread at random, so the clients refused together do not come back together.
+ */
+function busy(requestId: string, retryAfterMs: number): Error {
+  const code = 'service_unavailable';
+  const message = 'The server is answering many connections; connect again after retryAfter seconds';
+  const err = new Error(code) as Error & { data?: unknown };
+  err.data = { success: false, message, error: { code, details: [] }, requestId, code, retryAfter: retryAfterMs / 1000 };
+  return err;
+}
+
 export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
   const { config, logger } = deps;
   const io = new Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>(http, {
@@ -67,6 +81,7 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     }
   });
 
+  const admission = new HandshakeAdmission(config.socketAdmission);
   const corsOrigins = new Set(config.corsOrigins);
   const operatorOriginAllowed = (origin: string | undefined) => !origin || corsOrigins.size === 0 || corsOrigins.has('*') || corsOrigins.has(origin);
 
@@ -84,11 +99,22 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
     if (typeof token !== 'string' || token.length === 0) return refuse('unauthorized', 'no token');
     if (credential === 'unknown') return refuse('unauthorized', 'not an access or widget_session token');
     const origin = socket.handshake.headers.origin;
+    // Refused before any work of its own: the client comes back later instead of waiting past its timeout.
+    const retryAfterMs = admission.enter();
+    if (retryAfterMs !== null) {
+      logger.debug({ requestId, orgId, kind, reason: 'too many handshakes waiting', waiting: admission.inProgress, retryAfterMs }, 'socket refused');
+      return next(busy(requestId, retryAfterMs));
+    }
     try {
       // The same resolver as REST; an agent socket is for reading the organization's conversations, so it needs
       // what a REST read of them needs (a key: conversations:read; a person: an accepted membership).
       // A person's token seen moments ago is answered from memory (server/auth/callerCache.ts: what drops it).
-      const actor = await deps.callers.fromToken(token, credential);
+      let actor: OperatorActor | VisitorActor;
+      try {
+        actor = await deps.callers.fromToken(token, credential);
+      } finally {
+        admission.leave();
+      }
       if (actor.kind === 'operator') {
         if (actor.orgId !== orgId) return refuse('forbidden', `the ${actor.apiKey ? 'key' : 'token'} is for another organization`);
         authorize(actor, deps.policies.conversation.read, actor.membership);
@@ -140,6 +166,7 @@ export function createRealtime(http: HttpServer, deps: RealtimeDeps): Realtime {
   return {
     io,
     localSockets,
+    handshakesWaiting: () => admission.inProgress,
     async close() {
       broadcaster.stop();
       deps.redis?.off('up', recheck);

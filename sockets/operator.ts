@@ -87,8 +87,8 @@ export function attachOperator(socket: AppSocket, deps: RealtimeDeps): void {
 
   on(socket, log, 'sync', schemas.sync, async (p) => {
     await allow(rules.read);
-    await deps.conversations.get(orgId, p.conversationId);
-    const messages = await deps.messages.page(orgId, p.conversationId, { afterSeq: p.afterSeq, limit: schemas.SYNC_LIMIT + 1, publicOnly: false });
+    // One read: the conversation must be the organization's (else 404); notes included.
+    const messages = await deps.messages.missed({ orgId, conversationId: p.conversationId, afterSeq: p.afterSeq, limit: schemas.SYNC_LIMIT + 1 });
     return { messages: messages.slice(0, schemas.SYNC_LIMIT).map(presentMessage), hasMore: messages.length > schemas.SYNC_LIMIT };
   });
 }

@@ -51,5 +51,7 @@ export interface Realtime {
   io: Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, SocketData>;
   /** This instance's connected sockets, in every organization. */
   localSockets(): AppSocket[];
+  /** Handshakes waiting for their caller now (sockets/admission.ts refuses newcomers past what it answers soon). */
+  handshakesWaiting(): number;
   close(): Promise<void>;
 }

@@ -37,8 +37,8 @@ export function attachVisitor(socket: AppSocket, deps: RealtimeDeps): void {
   }
 
   on(socket, log, 'sync', schemas.sync, async (p) => {
-    await deps.widget.visitorConversation(visitor, p.conversationId);
-    const messages = await deps.messages.page(orgId, p.conversationId, { afterSeq: p.afterSeq, limit: schemas.SYNC_LIMIT + 1, publicOnly: true });
+    // One read: the conversation must be this visitor's (else 404) and only public messages come back.
+    const messages = await deps.messages.missed({ orgId, conversationId: p.conversationId, afterSeq: p.afterSeq, limit: schemas.SYNC_LIMIT + 1, visitorSessionId: visitor.sessionId });
     return { messages: messages.slice(0, schemas.SYNC_LIMIT).map(presentMessage), hasMore: messages.length > schemas.SYNC_LIMIT };
   });
 }

@@ -30,6 +30,7 @@
   var ui = null;
   var flushing = false;
   var retryTimer = null;
+  var reconnectTimer = null;
 
   function load() {
     try { return JSON.parse(localStorage.getItem(storeKey) || '{}') || {}; } catch (e) { return {}; }
@@ -276,7 +277,15 @@
       });
       socket.on('connect_error', function (err) {
         // An expired or unknown session: a fresh token (same sessionId), then Socket.IO's own retry.
-        if (err && err.message === 'unauthorized') ensureToken(true).then(function () { socket.connect(); }, function () {});
+        if (err && err.message === 'unauthorized') return ensureToken(true).then(function () { socket.connect(); }, function () {});
+        // The server is busy (service_unavailable) or the caller over a limit (rate_limited): come back when it says,
+        // plus up to half as long again at random, so the visitors refused together do not return together.
+        // Socket.IO does not retry a refused handshake by itself; a lost network it retries with its own backoff.
+        var retryAfter = err && err.data && err.data.retryAfter;
+        if (typeof retryAfter === 'number' && retryAfter >= 0) {
+          clearTimeout(reconnectTimer);
+          reconnectTimer = setTimeout(function () { if (!socket.connected) socket.connect(); }, retryAfter * 1000 * (1 + 0.5 * Math.random()));
+        }
       });
       // Socket.IO reconnects by itself after a network loss, not when the server closed the socket (an instance
       // stopping, a token expiring): then connect again, with a fresh token when needed; `connect` syncs. The first

@@ -11,6 +11,7 @@ import { presentConversation } from '../../presenters/conversation.js';
 import type { Outbox } from '../webhooks/index.js';
 import { MessageBatcher, type BatchStats, type MessageBatcherOptions } from './batch.js';
 import { earlierSend } from './retries.js';
+import { SyncReader, type SyncRequest } from './sync.js';
 import { appendInTransaction, checkMessage } from './rules.js';
 import type { Appended, AttachmentPort, ChannelOutbox, MessageInput, NewConversation, Sender, SendInput, SendResult, StartInput } from './types.js';
 
@@ -20,6 +21,7 @@ const isStart = (input: SendInput | StartInput): input is StartInput => 'start' 
 
 export class MessageService {
   private readonly batcher: MessageBatcher;
+  private readonly syncReader: SyncReader;
   private webhookOutbox: Outbox | null = null;
   /** Set when channels are configured on this server: replies in channel conversations leave through it. */
   channelOutbox: ChannelOutbox | null = null;
@@ -35,6 +37,8 @@ export class MessageService {
 
   constructor(private readonly deps: { models: Models; knex: Knex; statement: StatementFactory; events: DomainEventBus; batching: MessageBatcherOptions; attachments?: AttachmentPort }) {
     this.batcher = new MessageBatcher(deps.statement, deps.batching);
+    // Reads: up to 200 syncs per statement, two statements in flight (as the handshakes' caller lookup).
+    this.syncReader = new SyncReader(deps.statement, { maxBatch: 200, concurrency: 2 });
   }
 
   /**
@@ -153,6 +157,15 @@ export class MessageService {
     if (result.started) this.deps.events.publish('conversation.created', { conversation: result.conversation });
     this.deps.events.publish('message.created', { conversation: result.conversation, message: result.message });
     if (result.reopened) this.deps.events.publish('conversation.updated', { conversation: result.conversation, statusChanged: true });
+  }
+
+  /**
+   * What a reconnecting client missed: the messages after `afterSeq`, oldest first, up to `limit` (a visitor: of
+   * their own conversation, public ones only); 404 for a conversation that is not the caller's. The syncs of one
+   * moment share one statement (sync.ts).
+   */
+  async missed(request: SyncRequest): Promise<Message[]> {
+    return this.decorate(request.orgId, await this.syncReader.read(request));
   }
 
   /** A page of messages by seq: after `afterSeq` (ascending) or before `beforeSeq` (the newest ones before it). */

@@ -23,6 +23,9 @@ export function nextSource(): { localAddress: string; localPort: number } {
 
 export type AckHandler = (body: string) => void;
 
+/** Why a connect failed (the refusal's message or a socket error code), and when the server asked to come back. */
+export type ConnectError = Error & { retryAfterMs?: number };
+
 export class EioClient {
   readonly nsp: string;
   private readonly eventPrefixLength: number;
@@ -103,12 +106,18 @@ export class EioClient {
           } else if (type === 52 /* 4 connect_error */) {
             const body = frame.slice(this.eventPrefixLength);
             let message = 'connect_error';
+            let retryAfter: unknown;
             try {
-              message = (JSON.parse(body) as { message?: string }).message ?? message;
+              const parsed = JSON.parse(body) as { message?: string; data?: { retryAfter?: unknown } };
+              message = parsed.message ?? message;
+              retryAfter = parsed.data?.retryAfter;
             } catch {
               /* keep the generic message */
             }
-            settle(new Error(message));
+            const err: ConnectError = new Error(message);
+            // A refusal that says when to come back (service_unavailable, rate_limited): seconds.
+            if (typeof retryAfter === 'number' && retryAfter >= 0) err.retryAfterMs = retryAfter * 1000;
+            settle(err);
           } else if (type === 49 /* 1 disconnect */) {
             this.lost = true;
             this.connected = false;

@@ -7,7 +7,7 @@ import { invalidOf, row } from '../lib/report.js';
 import type { SeedOrg, SeedResult } from '../lib/seed.js';
 import { freePort, startApp, startRelay, type AppInstance, type RunContext, type Scenario } from '../lib/servers.js';
 import { GeneratorMonitor, round, sleep, waitUntil, type GeneratorHealth, type LatencySummary } from '../lib/stats.js';
-import { CLIENT_BACKOFF, Storm } from '../lib/storm.js';
+import { CLIENT_BACKOFF, STORM_TIMEOUT_MS, Storm } from '../lib/storm.js';
 
 /** A conversation visitors write to during the storm, and what was stored in it. */
 interface Thread {
@@ -44,6 +44,8 @@ interface StormMeasure {
   attempts: number;
   failures: Record<string, number>;
   lostSockets: number;
+  /** The waits asked for by refusals, summed (ms). */
+  refusedWaitMs: number;
   generator: GeneratorHealth;
 }
 
@@ -102,6 +104,8 @@ async function stormApp(ctx: RunContext, app: AppInstance, port: number, orgs: S
 
   let ackErrors = 0;
   let firstAckError: string | null = null;
+  let syncErrors = 0;
+  let firstSyncError: string | null = null;
   const emitSend = (t: Thread, cmid: string, payload: string) => {
     if (!t.sender.connected) return;
     t.sender.emitWithAck('send_message', payload, (body) => {
@@ -132,7 +136,11 @@ async function stormApp(ctx: RunContext, app: AppInstance, port: number, orgs: S
       const page = (afterSeq: number) => {
         f.client.emitWithAck('sync', JSON.stringify({ conversationId, afterSeq }), (body) => {
           const ack = (JSON.parse(body) as [{ success: boolean; data?: { messages: { seq: number }[]; hasMore: boolean } }])[0];
-          if (!ack.success || !ack.data) return setTimeout(() => (f.client.connected ? page(afterSeq) : done()), 500);
+          if (!ack.success || !ack.data) {
+            syncErrors++;
+            firstSyncError ??= body.slice(0, 200);
+            return setTimeout(() => (f.client.connected ? page(afterSeq) : done()), 500);
+          }
           for (const m of ack.data.messages) held.add(m.seq);
           if (ack.data.hasMore) page(ack.data.messages[ack.data.messages.length - 1]!.seq);
           else done();
@@ -254,12 +262,13 @@ async function stormApp(ctx: RunContext, app: AppInstance, port: number, orgs: S
     attempts: storm.attempts,
     failures: storm.failures,
     lostSockets,
+    refusedWaitMs: storm.refusedWaitMs,
     generator,
   };
   ctx.log(
-    `  app: every socket back ${measure.allBackSeconds ?? 'never'} s after the stop, caught up ${measure.caughtUpSeconds ?? 'never'} s; handshake p99 ${measure.handshake.p99} max ${measure.handshake.max} ms over ${storm.attempts} attempts; ${scheduled} sends, ${stored} stored, ${unstored} never stored (${unstoredAway} of them by senders still away), ${missing} deliveries missing at sockets that are back (${missingAway} at sockets still away), ${gaps} conversations with a gap or repeat; ${ackErrors} refused sends re-sent${firstAckError ? ` (${firstAckError})` : ''}`,
+    `  app: every socket back ${measure.allBackSeconds ?? 'never'} s after the stop, caught up ${measure.caughtUpSeconds ?? 'never'} s; handshake p99 ${measure.handshake.p99} max ${measure.handshake.max} ms over ${storm.attempts} attempts; ${scheduled} sends, ${stored} stored, ${unstored} never stored (${unstoredAway} of them by senders still away), ${missing} deliveries missing at sockets that are back (${missingAway} at sockets still away), ${gaps} conversations with a gap or repeat; ${ackErrors} refused sends re-sent${firstAckError ? ` (${firstAckError})` : ''}; ${syncErrors} refused syncs asked again${firstSyncError ? ` (${firstSyncError})` : ''}`,
   );
-  return { app: next, measure, scheduled, stored, unstored, unstoredAway, missing, missingAway, gaps, ackErrors, firstAckError, rampFailed: rampResult.failed };
+  return { app: next, measure, scheduled, stored, unstored, unstoredAway, missing, missingAway, gaps, ackErrors, firstAckError, syncErrors, firstSyncError, rampFailed: rampResult.failed };
 }
 
 /** The bare relay: the same sockets, restarted the same way; it stores nothing, so only the reconnects are timed. */
@@ -291,6 +300,7 @@ async function stormRelay(ctx: RunContext, orgs: SeedOrg[]): Promise<StormMeasur
       attempts: storm.attempts,
       failures: storm.failures,
       lostSockets: clients.filter((c) => !c.connected).length,
+      refusedWaitMs: storm.refusedWaitMs,
       generator,
     };
     ctx.log(`  relay: restarted in ${measure.restartSeconds} s; every socket back ${measure.allBackSeconds ?? 'never'} s after the stop; handshake p99 ${measure.handshake.p99} max ${measure.handshake.max} ms over ${storm.attempts} attempts`);
@@ -337,6 +347,9 @@ export const reconnect: Scenario = {
         row('every socket caught up (synced)', 's', m.caughtUpSeconds, null, { note: `holds every message sent before the last socket came back; ${senders} visitors sending ${o.reconnectRate} msg/s throughout` }),
         row('messages lost', '', lost, null, { note: `at sockets that are back; ${result.scheduled} sent, ${result.stored} stored, ${result.unstored} never stored (${result.unstoredAway} waiting at senders still away), ${result.missingAway} deliveries pending at sockets still away, ${result.gaps} conversations with a seq gap or repeat; ${result.ackErrors} refused sends re-sent` }),
         row('peak handshake', 'ms', m.handshake.max, base.handshake.max, { invalid, note: `p99 ${m.handshake.p99} / ${base.handshake.p99} ms; ${m.attempts} / ${base.attempts} attempts` }),
+        row('timed-out attempts', '', m.failures.timeout ?? 0, base.failures.timeout ?? 0, {
+          note: `attempts the client gave up on after ${STORM_TIMEOUT_MS / 1000} s; refused at once with a time to come back: ${m.failures.service_unavailable ?? 0} / ${base.failures.service_unavailable ?? 0} (asked to wait ${round(m.refusedWaitMs / Math.max(1, m.failures.service_unavailable ?? 0) / 1000, 1)} s on average)`,
+        }),
       ],
       details: { app: m, baseline: base, result: { ...result, app: undefined } },
     };
