@@ -77,6 +77,17 @@ describe("Analytics: the organization's zone, the owner's organizations and the 
     expectApiError(await get(owner, `/analytics/owner/summary?organizationIds=${encodeURIComponent(' , ,')}`), 400, 'validation_failed');
   });
 
+  it('says which parameter is wrong: an agentId that is not an id, an organizationIds that is not a list of ids', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const agent = await get(owner, '/analytics/summary?agentId=42');
+    expectApiError(agent, 400, 'validation_failed');
+    expect(agent.body.error.details).to.deep.equal([{ field: 'agentId', message: 'is not an id' }]);
+    const list = await get(owner, '/analytics/owner/summary?organizationIds=nope');
+    expectApiError(list, 400, 'validation_failed');
+    expect(list.body.error.details).to.deep.equal([{ field: 'organizationIds', message: 'is not a list of ids' }]);
+  });
+
   it('answers the same query from its cache for 60 seconds, then computes it again', async () => {
     const { server, baseUrl } = sharedServer();
     const owner = await signUp(server, baseUrl);
