@@ -2,7 +2,7 @@
 // in UTC), the owner's list of organizations read leniently but checked strictly, and the 60-second cache.
 import { expect } from 'chai';
 import { expectApiError, expectApiSuccess } from './helpers/auth.js';
-import { signUp, type SignedUp } from './helpers/factories.js';
+import { addMember, signUp, type SignedUp } from './helpers/factories.js';
 import { sharedServer } from './helpers/hooks.js';
 
 const get = async (who: SignedUp, path: string) => who.api.get(path, { token: who.accessToken });
@@ -86,6 +86,48 @@ describe("Analytics: the organization's zone, the owner's organizations and the 
     const list = await get(owner, '/analytics/owner/summary?organizationIds=nope');
     expectApiError(list, 400, 'validation_failed');
     expect(list.body.error.details).to.deep.equal([{ field: 'organizationIds', message: 'is not a list of ids' }]);
+  });
+
+  it('reads the aggregates only for what they hold: a channel or agent filter, or a zone half an hour off UTC, is read exactly', async () => {
+    const { server, baseUrl } = sharedServer();
+    const svc = server.services.analytics;
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent', 'Ada Agent');
+    const at = (h: number) => new Date(Date.UTC(2026, 5, 1, h, 7));
+    await server.db.knex('conversations').insert([10, 11, 12, 13, 14].map((h, i) => ({
+      organization_id: owner.orgId, status: 'open', channel: i < 2 ? 'email' : 'widget', assigned_to: i === 4 ? agent.userId : null,
+      created_at: at(h), updated_at: at(h), first_response_at: new Date(at(h).getTime() + (i + 1) * 10_000),
+    })));
+    await svc.rollup.recount(owner.orgId);
+    // Any period with a conversation in its whole hours would be read from the aggregates.
+    svc.exactRows = 0;
+    try {
+      const read = async (path: string) => expectApiSuccess(await get(owner, `${path}${path.includes('?') ? '&' : '?'}from=2026-06-01&to=2026-06-01`), 200);
+      const all = await read('/analytics/summary?timezone=UTC');
+      expect([all.percentiles, all.conversations.started]).to.deep.equal(['histogram', 5]);
+      const email = await read('/analytics/summary?timezone=UTC&channel=email');
+      expect([email.percentiles, email.conversations.started]).to.deep.equal(['exact', 2]);
+      const mine = await read(`/analytics/summary?timezone=UTC&agentId=${agent.userId}`);
+      expect([mine.percentiles, mine.conversations.started]).to.deep.equal(['exact', 1]);
+
+      const utcDays = await read('/analytics/trends?timezone=UTC');
+      expect(utcDays.percentiles).to.equal('histogram');
+      const emailDays = await read('/analytics/trends?timezone=UTC&channel=email');
+      expect([emailDays.percentiles, emailDays.byDay.map((d: { started: number }) => d.started)]).to.deep.equal(['exact', [2]]);
+      const kolkata = await read('/analytics/trends?timezone=Asia/Kolkata');
+      expect([kolkata.percentiles, kolkata.byDay.map((d: { date: string; started: number }) => [d.date, d.started])]).to.deep.equal(['exact', [['2026-06-01', 5]]]);
+
+      const agents = await read('/analytics/agents?timezone=UTC');
+      expect(agents.percentiles).to.equal('histogram');
+      const emailAgents = await read('/analytics/agents?timezone=UTC&channel=email');
+      expect(emailAgents.percentiles).to.equal('exact');
+      expect(emailAgents.agents.find((a: { userId: string }) => a.userId === agent.userId).assigned).to.equal(0);
+
+      const ownerView = await read(`/analytics/owner/summary?organizationIds=${owner.orgId}`);
+      expect([ownerView.percentiles, ownerView.totals.conversations.started]).to.deep.equal(['histogram', 5]);
+    } finally {
+      svc.exactRows = 10_000;
+    }
   });
 
   it('answers the same query from its cache for 60 seconds, then computes it again', async () => {
