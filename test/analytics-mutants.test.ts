@@ -39,6 +39,9 @@ describe("Analytics: the organization's zone, the owner's organizations and the 
     expect(utc.range.timezone).to.equal('UTC');
     expect(utc.conversations.started).to.equal(0);
 
+    const agents = expectApiSuccess(await get(owner, `/analytics/agents?${day}`), 200);
+    expect(agents.range.timezone).to.equal('Asia/Tokyo');
+
     const ownerView = expectApiSuccess(await get(owner, `/analytics/owner/summary?${day}&organizationIds=${owner.orgId}`), 200);
     expect(ownerView.range).to.deep.equal({ from: '2026-06-02T00:00:00.000Z', to: '2026-06-03T00:00:00.000Z', timezone: 'UTC' });
     expect(ownerView.totals.conversations.started).to.equal(0);
@@ -75,6 +78,10 @@ describe("Analytics: the organization's zone, the owner's organizations and the 
     // 50 is within the limit: refused only because the caller does not own them.
     expectApiError(await get(owner, `/analytics/owner/summary?organizationIds=${many.slice(1).join(',')}`), 403, 'forbidden');
     expectApiError(await get(owner, `/analytics/owner/summary?organizationIds=${encodeURIComponent(' , ,')}`), 400, 'validation_failed');
+    // One bad id spoils the list.
+    const spoiled = await get(owner, `/analytics/owner/summary?organizationIds=${owner.orgId},nope`);
+    expectApiError(spoiled, 400, 'validation_failed');
+    expect(spoiled.body.error.details).to.deep.equal([{ field: 'organizationIds', message: 'is not a list of ids' }]);
   });
 
   it('says which parameter is wrong: an agentId that is not an id, an organizationIds that is not a list of ids', async () => {
@@ -122,6 +129,11 @@ describe("Analytics: the organization's zone, the owner's organizations and the 
       const emailAgents = await read('/analytics/agents?timezone=UTC&channel=email');
       expect(emailAgents.percentiles).to.equal('exact');
       expect(emailAgents.agents.find((a: { userId: string }) => a.userId === agent.userId).assigned).to.equal(0);
+
+      // Without a whole UTC day there are no running totals to read.
+      const hours = expectApiSuccess(await get(owner, '/analytics/agents?from=2026-06-01T09:00:00Z&to=2026-06-01T15:00:00Z'), 200);
+      expect(hours.percentiles).to.equal('exact');
+      expect(hours.agents.find((a: { userId: string }) => a.userId === agent.userId).assigned).to.equal(1);
 
       const ownerView = await read(`/analytics/owner/summary?organizationIds=${owner.orgId}`);
       expect([ownerView.percentiles, ownerView.totals.conversations.started]).to.deep.equal(['histogram', 5]);
