@@ -118,6 +118,13 @@ describe('Analytics: the period asked for', () => {
     expect(words({ from: '2026-06-03', to: '2026-06-01' })).to.equal('from must not be after to');
     expect(words({ from: '2025-01-01', to: '2026-01-02' })).to.equal('to must be at most 366 days after from');
     expect(words({ from: 'yesterday' })).to.equal('from must be an ISO date (YYYY-MM-DD) or date-time with a zone');
+    expect(words({ from: '0050-01-01', to: '2026-06-01' })).to.equal('from must be in the year 1000 or later');
+    expect(words({ from: '0999-12-31T23:59:59Z', to: '1000-01-01T00:00:00Z' })).to.equal('from must be in the year 1000 or later');
+  });
+
+  it('takes the year 1000 itself, as a date and as a date-time', () => {
+    expect(refusal({ from: '1000-01-01', to: '1000-01-02' })).to.equal(null);
+    expect(refusal({ from: '1000-01-01T00:00:00Z', to: '1000-01-02T00:00:00Z' })).to.equal(null);
   });
 
   it("knows a zone's offset at an instant, whatever its milliseconds", () => {

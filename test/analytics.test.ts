@@ -45,7 +45,8 @@ interface World {
   ids: Record<'c1' | 'c2' | 'c3' | 'c4' | 'c5', string>;
 }
 
-let world: Promise<World> | null = null;
+/** Built once per test server: a run that starts a new server (mutation testing runs the file again) builds it anew. */
+let world: { server: AppServer; built: Promise<World> } | null = null;
 
 /**
  * C1 AI-only: AI reply after 60 s, resolved by the AI after 600 s.            created 06-01 12:00Z (NY 06-01)
@@ -55,7 +56,8 @@ let world: Promise<World> | null = null;
  * C5 agent X replies, resolved 06-01 01:00Z (in UTC's range, before NY's).    created 05-31 23:00Z
  */
 function scriptedWorld(): Promise<World> {
-  world ??= (async () => {
+  if (world?.server === sharedServer().server) return world.built;
+  const built = (async () => {
     const { server, baseUrl } = sharedServer();
     const owner = await signUp(server, baseUrl);
     const x = await addMember(server, owner, 'agent', 'Xena Agent');
@@ -120,7 +122,8 @@ function scriptedWorld(): Promise<World> {
     await server.services.analytics.rollup.recount(owner.orgId);
     return { owner, x, y, ids: { c1, c2, c3, c4, c5 } };
   })();
-  return world;
+  world = { server: sharedServer().server, built };
+  return built;
 }
 
 const get = async (who: { api: SignedUp['api']; accessToken: string }, path: string) => who.api.get(path, { token: who.accessToken });
