@@ -109,6 +109,19 @@ describe('Tickets: mail from the requester', function () {
     expect(note!.data).to.deep.equal({ ticketId: (followUp as any).id, number: (followUp as any).number, from: requester, followUpOf: ticket.id });
   });
 
+  it('a mail naming a merged ticket by its number lands on the ticket it was merged into, as its thread does', async () => {
+    const requester = uniqueEmail('merged');
+    const source = await createTicket(owner, { title: 'Dup', requester: { email: requester } });
+    const target = await createTicket(owner, { title: 'Main', requester: { email: requester } });
+    ok(await owner.api.post(`/tickets/${source.id}/merge`, { targetTicketId: target.id }, { token: owner.accessToken }), 200);
+    await send(requester, `Re: [#${source.number}] Dup`, 'About the duplicate');
+    expect(await followUpOf(source.number)).to.deep.equal([]);
+    expect((await events(owner, source.id)).some((e) => e.type === 'reply')).to.equal(false);
+    const reply = (await events(owner, target.id)).find((e) => e.type === 'reply');
+    expect(reply).to.include({ actorType: 'contact', content: 'About the duplicate' });
+    expect((await ticketById(target.id)).status).to.equal('open');
+  });
+
   it('a follow-up whose subject is only "Re:" and the number keeps the closed ticket\'s title; a long subject is cut to 200', async () => {
     const requester = uniqueEmail('bare');
     const ticket = await createTicket(owner, { title: 'Kept title', requester: { email: requester } });
