@@ -5,7 +5,9 @@ import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { signUp, type SignedUp } from './helpers/factories.js';
 import { expectError } from './helpers/tenancy.js';
-import { createTicket, ok, patchTicket } from './helpers/tickets.js';
+import { aiClient, createTicket, ok, patchTicket } from './helpers/tickets.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { waitFor } from './helpers/wait.js';
 import { connectOk, nextEvent, type ClientSocket } from './helpers/sockets.js';
 
 describe('Tickets: the timestamps of a status change', () => {
@@ -171,5 +173,31 @@ describe('Tickets: the requester taken away, and one that does not exist', () =>
     const res = await owner.api.post('/tickets', { title: 'x', contactId: randomUUID() }, { token: owner.accessToken });
     expectError(res, 404, 'not_found');
     expect(res.body.message).to.equal('Contact not found');
+  });
+});
+
+describe('Tickets: idempotency keys past their 30 days are deleted', function () {
+  this.timeout(120_000);
+  let test: TestServer;
+
+  before(async () => {
+    test = await startTestServer();
+  });
+
+  after(async () => {
+    await test?.stop();
+  });
+
+  it("the first claim of an instance deletes every organization's expired keys, and keeps the others", async () => {
+    const a = await signUp(test.server, test.baseUrl);
+    const b = await signUp(test.server, test.baseUrl);
+    const { knex } = test.server.db;
+    const row = (key: string, expiresAt: Date) => ({ organization_id: b.orgId, scope: 'tickets.ai.create', key, request_hash: 'x', expires_at: expiresAt });
+    const expired = `expired-${randomUUID()}`;
+    const live = `live-${randomUUID()}`;
+    await knex('idempotency_keys').insert([row(expired, new Date(Date.now() - 60_000)), row(live, new Date(Date.now() + 60_000))]);
+    ok(await aiClient(test.baseUrl).post('/tickets/ai', { organizationId: a.orgId, idempotencyKey: randomUUID(), title: 'Sweeps' }), 201);
+    await waitFor(async () => (await knex('idempotency_keys').where({ key: expired }).first()) === undefined, { what: 'the expired key deleted' });
+    expect(await knex('idempotency_keys').where({ key: live }).first()).to.not.equal(undefined);
   });
 });
