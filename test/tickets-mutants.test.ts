@@ -1,10 +1,14 @@
 // Ticket rules the transition table and search tests leave open: what a status change stamps and leaves alone, the
 // words of each refusal, and which queries count as a ticket number (two digits and more, never past nine).
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { signUp, type SignedUp } from './helpers/factories.js';
 import { expectError } from './helpers/tenancy.js';
-import { createTicket, ok, patchTicket } from './helpers/tickets.js';
+import { aiClient, createTicket, ok, patchTicket } from './helpers/tickets.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { waitFor } from './helpers/wait.js';
+import { connectOk, nextEvent, type ClientSocket } from './helpers/sockets.js';
 
 describe('Tickets: the timestamps of a status change', () => {
   let owner: SignedUp;
@@ -105,5 +109,95 @@ describe('Tickets: a search query as a ticket number', () => {
   it('takes ten digits and more as text, not as a number the database would refuse', async () => {
     expect(await titles('9999999999')).to.deep.equal([]);
     expect(await titles('#12345678901')).to.deep.equal([]);
+  });
+});
+
+describe('Tickets: what a merge tells and what its refusals say', () => {
+  let owner: SignedUp;
+  const sockets: ClientSocket[] = [];
+
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    owner = await signUp(server, baseUrl);
+  });
+
+  after(() => {
+    for (const s of sockets) s.close();
+  });
+
+  const merge = (sourceId: string, targetTicketId: string) => owner.api.post(`/tickets/${sourceId}/merge`, { targetTicketId }, { token: owner.accessToken });
+
+  it('announces both sides as merged, and the target counts as just updated', async () => {
+    const socket = await connectOk(sharedServer().baseUrl, owner.orgId, owner.accessToken);
+    sockets.push(socket);
+    const source = await createTicket(owner, { title: 'Source' });
+    const target = await createTicket(owner, { title: 'Target' });
+    const heardSource = nextEvent(socket, 'ticket_updated', (p) => p.ticket.id === source.id && p.action === 'merged');
+    const heardTarget = nextEvent(socket, 'ticket_updated', (p) => p.ticket.id === target.id && p.action === 'merged');
+    const answered = ok(await merge(source.id, target.id), 200);
+    expect((await heardSource).ticket.status).to.equal('merged');
+    expect((await heardTarget).ticket.updatedAt).to.equal(answered.updatedAt);
+    expect(Date.parse(answered.updatedAt)).to.be.greaterThan(Date.parse(target.updatedAt));
+  });
+
+  it('names the field of a merge into itself, and which ticket is missing', async () => {
+    const t = await createTicket(owner);
+    const self = await merge(t.id, t.id);
+    expectError(self, 400, 'validation_failed');
+    expect(self.body.error.details).to.deep.equal([{ field: 'targetTicketId', message: 'is the ticket itself' }]);
+    const noSource = await merge(randomUUID(), t.id);
+    expectError(noSource, 404, 'not_found');
+    expect(noSource.body.message).to.equal('Ticket not found');
+    const noTarget = await merge(t.id, randomUUID());
+    expectError(noTarget, 404, 'not_found');
+    expect(noTarget.body.message).to.equal('Target ticket not found');
+  });
+});
+
+describe('Tickets: the requester taken away, and one that does not exist', () => {
+  let owner: SignedUp;
+
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    owner = await signUp(server, baseUrl);
+  });
+
+  it('a contactId of null leaves the ticket without requester', async () => {
+    const t = await createTicket(owner, { requester: { name: 'Rory', email: `rory-${randomUUID()}@example.test` } });
+    expect(t.contactId).to.be.a('string');
+    const cleared = ok(await patchTicket(owner, t.id, { contactId: null }), 200);
+    expect(cleared).to.include({ contactId: null, requester: null });
+  });
+
+  it('an unknown contact is 404 "Contact not found"', async () => {
+    const res = await owner.api.post('/tickets', { title: 'x', contactId: randomUUID() }, { token: owner.accessToken });
+    expectError(res, 404, 'not_found');
+    expect(res.body.message).to.equal('Contact not found');
+  });
+});
+
+describe('Tickets: idempotency keys past their 30 days are deleted', function () {
+  this.timeout(120_000);
+  let test: TestServer;
+
+  before(async () => {
+    test = await startTestServer();
+  });
+
+  after(async () => {
+    await test?.stop();
+  });
+
+  it("the first claim of an instance deletes every organization's expired keys, and keeps the others", async () => {
+    const a = await signUp(test.server, test.baseUrl);
+    const b = await signUp(test.server, test.baseUrl);
+    const { knex } = test.server.db;
+    const row = (key: string, expiresAt: Date) => ({ organization_id: b.orgId, scope: 'tickets.ai.create', key, request_hash: 'x', expires_at: expiresAt });
+    const expired = `expired-${randomUUID()}`;
+    const live = `live-${randomUUID()}`;
+    await knex('idempotency_keys').insert([row(expired, new Date(Date.now() - 60_000)), row(live, new Date(Date.now() + 60_000))]);
+    ok(await aiClient(test.baseUrl).post('/tickets/ai', { organizationId: a.orgId, idempotencyKey: randomUUID(), title: 'Sweeps' }), 201);
+    await waitFor(async () => (await knex('idempotency_keys').where({ key: expired }).first()) === undefined, { what: 'the expired key deleted' });
+    expect(await knex('idempotency_keys').where({ key: live }).first()).to.not.equal(undefined);
   });
 });

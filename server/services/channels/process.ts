@@ -206,7 +206,9 @@ export class InboundProcessor {
     const number = SUBJECT_NUMBER.exec(mail.subject ?? '')?.[1];
     if (!number) return null;
     const ticket = await this.deps.tickets.core.models.Ticket.forOrg(orgId).where({ number: Number(number) }).first();
-    return ticket && ticket.requesterEmail?.toLowerCase() === mail.from.toLowerCase() ? ticket : null;
+    if (!ticket || ticket.requesterEmail?.toLowerCase() !== mail.from.toLowerCase()) return null;
+    // A merged ticket's mail lands on the ticket it was merged into, by its number as by its thread.
+    return this.deps.tickets.core.deps.mail.landingOf(orgId, ticket);
   }
 
   private async toConversation(channel: ChannelRow, event: InboundEventRow, received: InboundMessage, lookedUp: SenderLookup | null): Promise<string> {

@@ -102,7 +102,11 @@ export class TicketMailer {
     if (messageIds.length === 0) return null;
     const hit = await this.deps.models.TicketMail.forOrg(orgId, trx).whereIn('messageId', messageIds).orderBy('createdAt', 'desc').first();
     if (!hit) return null;
-    let ticket = await this.deps.models.Ticket.forOrg(orgId, trx).findById(hit.ticketId);
+    return this.landingOf(orgId, await this.deps.models.Ticket.forOrg(orgId, trx).findById(hit.ticketId), trx);
+  }
+
+  /** Where mail for `ticket` lands: the ticket itself, or the ticket it was merged into (followed through merges). */
+  async landingOf(orgId: string, ticket: Ticket | undefined, trx?: Knex.Transaction): Promise<Ticket | null> {
     for (let hops = 0; ticket?.mergedIntoId && hops < 10; hops++) ticket = await this.deps.models.Ticket.forOrg(orgId, trx).findById(ticket.mergedIntoId);
     return ticket ?? null;
   }
