@@ -37,7 +37,7 @@ describe('Channels: where an inbound message goes', function () {
   });
 
   /** Posts a mail as the JSON a mail provider sends, runs its processing and answers its stored event. */
-  const mail = async (m: { from: string; subject?: string; text: string; inReplyTo?: string }) => {
+  const mail = async (m: { from: string; subject?: string; text: string; inReplyTo?: string; references?: string }) => {
     const messageId = `<${randomUUID()}@customer.test>`;
     ok(await postSignedMail(owner.api, channelId, secret, JSON.stringify({ ...m, messageId }), { contentType: 'application/json' }), 200);
     await quiesce(test.server, owner.orgId);
@@ -88,6 +88,20 @@ describe('Channels: where an inbound message goes', function () {
     // A number no ticket has: a conversation.
     const none = await mail({ from: requester, subject: `Re: [#${ticket.number + 1000}] Numbered`, text: 'No such ticket' });
     expect(none).to.include({ ticketId: null });
+  });
+
+  it('joins a known customer\'s mail answering a ticket (In-Reply-To, References or [#number]) to the ticket, not to the customer\'s open conversation', async () => {
+    const from = uniqueEmail('known');
+    const chat = await mail({ from, subject: 'A chat first', text: 'Hello' });
+    const ticket = await createTicket(owner, { title: 'Known requester', requester: { name: 'Kim', email: from } });
+    const sent = await test.server.db.knex('ticket_mails').where({ ticketId: ticket.id }).first();
+    const byReply = await mail({ from, subject: 'Re: Known requester', text: 'By In-Reply-To', inReplyTo: sent.messageId });
+    const byReferences = await mail({ from, subject: 'Re: Known requester', text: 'By References', references: `<other@customer.test> ${sent.messageId}` });
+    const byNumber = await mail({ from, subject: `Re: [#${ticket.number}] Known requester`, text: 'By number' });
+    for (const event of [byReply, byReferences, byNumber]) expect(event).to.include({ ticketId: ticket.id, conversationId: null });
+    const timeline = ok(await owner.api.get(`/tickets/${ticket.id}/events`, { token: owner.accessToken }), 200) as { type: string; actorType: string; content: string }[];
+    expect(timeline.filter((e) => e.type === 'reply' && e.actorType === 'contact').map((e) => e.content)).to.deep.equal(['By In-Reply-To', 'By References', 'By number']);
+    expect(await messages(chat.conversationId!)).to.deep.equal(['A chat first\n\nHello']);
   });
 
   it('joins a reply to our mail to its conversation from that conversation\'s customer only', async () => {
