@@ -85,6 +85,9 @@ describe('Channels: where an inbound message goes', function () {
     expect(own).to.include({ ticketId: ticket.id, conversationId: null });
     const timeline = ok(await owner.api.get(`/tickets/${ticket.id}/events`, { token: owner.accessToken }), 200) as { type: string; actorType: string; content: string }[];
     expect(timeline.filter((e) => e.type === 'reply' && e.actorType === 'contact').map((e) => e.content)).to.deep.equal(['My answer']);
+    // A ticket without a requester's address is nobody's to answer by number: a conversation.
+    const anonymous = await createTicket(owner, { title: 'No requester' });
+    expect(await mail({ from: requester, subject: `Re: [#${anonymous.number}] No requester`, text: 'Which ticket?' })).to.include({ ticketId: null });
     // A number no ticket has: a conversation.
     const none = await mail({ from: requester, subject: `Re: [#${ticket.number + 1000}] Numbered`, text: 'No such ticket' });
     expect(none).to.include({ ticketId: null });
