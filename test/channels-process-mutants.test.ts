@@ -1,0 +1,156 @@
+// How a stored inbound message finds its place: a new sender's first mail opens a conversation whose first message
+// starts with the subject, later mails of that sender join it as they are; a closed conversation is never reopened
+// by a customer (the next mail opens another), a resolved one is; `[#number]` in a subject joins that ticket only from
+// its requester's address; a reply to a mail we sent joins its conversation only from that conversation's customer;
+// what a message or a subject cannot hold is cut, not lost; a WhatsApp sender whose number does not parse still
+// gets a contact.
+import { createHmac, randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { createTicket, ok } from './helpers/tickets.js';
+import { inboundEvents, postSignedMail, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
+import { fakeProvider } from './helpers/providers.js';
+import { MESSAGE_CONTENT_MAX } from '../server/limits.js';
+
+describe('Channels: where an inbound message goes', function () {
+  this.timeout(120_000);
+  let test: TestServer;
+  let graph: Awaited<ReturnType<typeof fakeProvider>>;
+  let owner: SignedUp;
+  let channelId: string;
+  let secret: string;
+
+  before(async () => {
+    graph = await fakeProvider(() => ({ status: 200, body: { messaging_product: 'whatsapp', messages: [{ id: `wamid.OUT-${randomUUID()}` }] } }));
+    test = await startTestServer({ ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, WHATSAPP_GRAPH_URL: graph.url });
+    owner = await signUp(test.server, test.baseUrl);
+    await test.server.services.organizations.changePlan(owner.orgId, 'enterprise');
+    const created = ok(await owner.api.post('/channels/email', { name: 'Process', address: 'process@acme.test' }, { token: owner.accessToken }), 201);
+    channelId = created.channel.id;
+    secret = created.inbound.secret;
+  });
+
+  after(async () => {
+    await test?.stop();
+    await graph?.close();
+  });
+
+  /** Posts a mail as the JSON a mail provider sends, runs its processing and answers its stored event. */
+  const mail = async (m: { from: string; subject?: string; text: string; inReplyTo?: string; references?: string }) => {
+    const messageId = `<${randomUUID()}@customer.test>`;
+    ok(await postSignedMail(owner.api, channelId, secret, JSON.stringify({ ...m, messageId }), { contentType: 'application/json' }), 200);
+    await quiesce(test.server, owner.orgId);
+    const event = (await inboundEvents(test.server, channelId)).find((e) => e.providerId === messageId)!;
+    expect(event.status, JSON.stringify(event)).to.equal('processed');
+    return event;
+  };
+  const messages = async (conversationId: string) =>
+    ((await test.server.db.knex('messages').where({ conversationId }).orderBy('seq')) as { content: string; senderType: string }[]).map((m) => m.content);
+  const conversation = (id: string) => test.server.db.knex('conversations').where({ id }).first();
+
+  it('opens a conversation with the subject over the first mail; the sender\'s next mails join it as they are', async () => {
+    const from = uniqueEmail('first');
+    const first = await mail({ from: `Fay First <${from}>`, subject: 'Order 7 is late', text: 'Where is it?' });
+    expect(first.ticketId).to.equal(null);
+    expect(await conversation(first.conversationId!)).to.include({ subject: 'Order 7 is late', visitorName: 'Fay First', visitorEmail: from, channelAddress: from, status: 'open' });
+    // Neither threaded nor numbered: the sender's open conversation on the channel.
+    const second = await mail({ from, subject: 'Another subject', text: 'Any news?' });
+    expect(second.conversationId).to.equal(first.conversationId);
+    expect(await messages(first.conversationId!)).to.deep.equal(['Order 7 is late\n\nWhere is it?', 'Any news?']);
+  });
+
+  it('reopens a resolved conversation with the customer\'s mail, and opens another after a closed one', async () => {
+    const from = uniqueEmail('status');
+    const first = await mail({ from, subject: 'Refund', text: 'Please refund' });
+    ok(await owner.api.patch(`/conversations/${first.conversationId}/status`, { status: 'resolved' }, { token: owner.accessToken }), 200);
+    const again = await mail({ from, subject: 'Re: Refund', text: 'Not received yet' });
+    expect(again.conversationId).to.equal(first.conversationId);
+    expect((await conversation(first.conversationId!)).status).to.equal('open');
+    ok(await owner.api.patch(`/conversations/${first.conversationId}/status`, { status: 'closed' }, { token: owner.accessToken }), 200);
+    const later = await mail({ from, subject: 'Refund, once more', text: 'Still nothing' });
+    expect(later.conversationId).to.not.equal(first.conversationId);
+    expect((await conversation(first.conversationId!)).status).to.equal('closed');
+    expect(await conversation(later.conversationId!)).to.include({ status: 'open', subject: 'Refund, once more', contactId: (await conversation(first.conversationId!)).contactId });
+    expect(await messages(later.conversationId!)).to.deep.equal(['Refund, once more\n\nStill nothing']);
+  });
+
+  it('joins a ticket by [#number] in the subject from its requester (in any case), and not from anyone else', async () => {
+    const requester = uniqueEmail('requester');
+    const ticket = await createTicket(owner, { title: 'Numbered', requester: { name: 'Rae', email: requester } });
+    const stranger = await mail({ from: uniqueEmail('stranger'), subject: `Re: [#${ticket.number}] Numbered`, text: 'Not my ticket' });
+    expect(stranger).to.include({ ticketId: null });
+    expect(stranger.conversationId).to.be.a('string');
+    const own = await mail({ from: requester.toUpperCase(), subject: `Re: [#${ticket.number}] Numbered`, text: 'My answer' });
+    expect(own).to.include({ ticketId: ticket.id, conversationId: null });
+    const timeline = ok(await owner.api.get(`/tickets/${ticket.id}/events`, { token: owner.accessToken }), 200) as { type: string; actorType: string; content: string }[];
+    expect(timeline.filter((e) => e.type === 'reply' && e.actorType === 'contact').map((e) => e.content)).to.deep.equal(['My answer']);
+    // A ticket without a requester's address is nobody's to answer by number: a conversation.
+    const anonymous = await createTicket(owner, { title: 'No requester' });
+    expect(await mail({ from: requester, subject: `Re: [#${anonymous.number}] No requester`, text: 'Which ticket?' })).to.include({ ticketId: null });
+    // A number no ticket has: a conversation.
+    const none = await mail({ from: requester, subject: `Re: [#${ticket.number + 1000}] Numbered`, text: 'No such ticket' });
+    expect(none).to.include({ ticketId: null });
+  });
+
+  it('joins a known customer\'s mail answering a ticket (In-Reply-To, References or [#number]) to the ticket, not to the customer\'s open conversation', async () => {
+    const from = uniqueEmail('known');
+    const chat = await mail({ from, subject: 'A chat first', text: 'Hello' });
+    const ticket = await createTicket(owner, { title: 'Known requester', requester: { name: 'Kim', email: from } });
+    const sent = await test.server.db.knex('ticket_mails').where({ ticketId: ticket.id }).first();
+    const byReply = await mail({ from, subject: 'Re: Known requester', text: 'By In-Reply-To', inReplyTo: sent.messageId });
+    const byReferences = await mail({ from, subject: 'Re: Known requester', text: 'By References', references: `<other@customer.test> ${sent.messageId}` });
+    const byNumber = await mail({ from, subject: `Re: [#${ticket.number}] Known requester`, text: 'By number' });
+    for (const event of [byReply, byReferences, byNumber]) expect(event).to.include({ ticketId: ticket.id, conversationId: null });
+    const timeline = ok(await owner.api.get(`/tickets/${ticket.id}/events`, { token: owner.accessToken }), 200) as { type: string; actorType: string; content: string }[];
+    expect(timeline.filter((e) => e.type === 'reply' && e.actorType === 'contact').map((e) => e.content)).to.deep.equal(['By In-Reply-To', 'By References', 'By number']);
+    expect(await messages(chat.conversationId!)).to.deep.equal(['A chat first\n\nHello']);
+  });
+
+  it('joins a reply to our mail to its conversation from that conversation\'s customer only', async () => {
+    const from = uniqueEmail('threaded');
+    const first = await mail({ from, subject: 'Threads', text: 'Hello' });
+    ok(await owner.api.post(`/conversations/${first.conversationId}/messages`, { content: 'Our answer' }, { token: owner.accessToken }), 201);
+    await quiesce(test.server, owner.orgId);
+    // No SMTP here: the delivery fails, but its Message-ID was written before the attempt, as for any mail we send.
+    const delivery = await test.server.db.knex('channel_deliveries').where({ conversationId: first.conversationId }).first();
+    expect(delivery.providerMessageId).to.match(/^<conversation-/);
+    const other = uniqueEmail('forwarded');
+    const forwarded = await mail({ from: other, subject: 'Fwd: Threads', text: 'Someone forwarded me this', inReplyTo: delivery.providerMessageId });
+    expect(forwarded.conversationId).to.not.equal(first.conversationId);
+    expect((await conversation(forwarded.conversationId!)).channelAddress).to.equal(other);
+    const reply = await mail({ from, subject: 'Re: Threads', text: 'Thanks', inReplyTo: delivery.providerMessageId });
+    expect(reply.conversationId).to.equal(first.conversationId);
+    expect((await messages(first.conversationId!)).at(-1)).to.equal('Thanks');
+    // Once closed, a reply to our mail opens another conversation of the same customer.
+    ok(await owner.api.patch(`/conversations/${first.conversationId}/status`, { status: 'closed' }, { token: owner.accessToken }), 200);
+    const late = await mail({ from, subject: 'Re: Threads', text: 'One more thing', inReplyTo: delivery.providerMessageId });
+    expect(late.conversationId).to.not.equal(first.conversationId);
+    expect(await conversation(late.conversationId!)).to.include({ status: 'open', contactId: (await conversation(first.conversationId!)).contactId });
+    expect(await messages(late.conversationId!)).to.deep.equal(['Re: Threads\n\nOne more thing']);
+  });
+
+  it('cuts a mail longer than a message holds and a subject longer than a conversation\'s, keeping both', async () => {
+    const subject = `S${'s'.repeat(299)}`;
+    const event = await mail({ from: uniqueEmail('long'), subject, text: 'x'.repeat(MESSAGE_CONTENT_MAX + 10) });
+    expect((await conversation(event.conversationId!)).subject).to.equal(subject.slice(0, 255));
+    const [content] = await messages(event.conversationId!);
+    expect(content).to.have.length(MESSAGE_CONTENT_MAX);
+    expect(content!.startsWith(`${subject}\n\nxxx`)).to.equal(true);
+  });
+
+  it('gives a WhatsApp sender whose number does not parse a contact by its identity alone, and keeps the message', async () => {
+    const appSecret = 'process-app-secret';
+    const data = ok(await owner.api.post('/channels/whatsapp', { name: 'WA', phoneNumberId: '99887766', wabaId: '1', accessToken: 'wa-token', appSecret }, { token: owner.accessToken }), 201);
+    const raw = JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: 'W', changes: [{ field: 'messages', value: { messaging_product: 'whatsapp', contacts: [{ wa_id: '12', profile: { name: 'Shorty' } }], messages: [{ id: 'wamid.SHORT', from: '12', type: 'text', text: { body: 'Short number' } }] } }] }] });
+    ok(await owner.api.request('POST', `/channels/whatsapp/inbound/${data.channel.id}`, { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': `sha256=${createHmac('sha256', appSecret).update(raw).digest('hex')}` } }), 200);
+    await quiesce(test.server, owner.orgId);
+    const [event] = await inboundEvents(test.server, data.channel.id);
+    expect(event!.status).to.equal('processed');
+    const row = await conversation(event!.conversationId!);
+    expect(row).to.include({ channel: 'whatsapp', channelAddress: '12', visitorEmail: null });
+    const contact = await test.server.db.knex('contacts').where({ id: row.contactId }).first();
+    expect(contact).to.include({ name: 'Shorty', phone: null });
+    expect(await messages(row.id)).to.deep.equal(['Short number']);
+  });
+});
