@@ -36,9 +36,11 @@ describe('route registry: rules held against mutation', () => {
     let withQueryTokens: TestServer | null = null;
     try {
       withQueryTokens = await startTestServer({ ALLOW_QUERY_TOKEN: 'true', JOB_QUEUES: '' });
+      // Its own owner: on the embedded database each server has a database of its own.
+      const other = await signUp(withQueryTokens.server, withQueryTokens.baseUrl);
       const api = new Api(withQueryTokens.baseUrl);
       // The token authenticates the request and is not taken for one of the route's query parameters.
-      const listed = await api.get(`/conversations?token=${owner.accessToken}&limit=5`);
+      const listed = await api.get(`/conversations?token=${other.accessToken}&limit=5`);
       expectApiSuccess(listed, 200);
       expect(listed.body.data).to.be.an('array');
     } finally {
