@@ -240,5 +240,40 @@ describe('storage: the rules at their edges', function () {
     // Types without a signature we know pass whatever they start with.
     expect(contentMatches('audio/mpeg', Buffer.from([0, 1, 2, 3]))).to.equal(true);
     expect(contentMatches('video/mp4', PNG)).to.equal(true);
+    // A file exactly as long as its signature is proven by it; a signature is the whole signature, in its place.
+    expect(contentMatches('image/jpeg', Buffer.from([0xff, 0xd8, 0xff]))).to.equal(true);
+    expect(contentMatches('image/webp', Buffer.from('RIFF\0\0\0\0WEBP'))).to.equal(true);
+    expect(contentMatches('image/webp', Buffer.from('RIFX\0\0\0\0WEBPVP8 '))).to.equal(false);
+    expect(contentMatches('image/webp', Buffer.from('RIFF\0\0\0\0WEB'))).to.equal(false);
+    // Spaces around the declared type do not let a PNG claim pass unproven.
+    expect(contentMatches(' image/png ; q=1', PDF)).to.equal(false);
+  });
+
+  it('names a stored file safely: the last path part, letters and digits of any script, odd runs as one underscore, no leading dots', async () => {
+    const named = async (fileName: string, mimeType = 'text/plain') => {
+      const p = await presign({ fileName, mimeType, sizeBytes: 1 });
+      expect(p.status, `${fileName}: ${JSON.stringify(p.body)}`).to.equal(201);
+      return p.body.data.object.fileName as string;
+    };
+    expect(await named('C:\\Users\\me\\Q3 report-v2.pdf', 'application/pdf')).to.equal('Q3_report-v2.pdf');
+    expect(await named('../../etc/passwd')).to.equal('passwd');
+    expect(await named('résumé 2024.txt')).to.equal('résumé_2024.txt');
+    expect(await named('a<>:"|?*b.txt')).to.equal('a_b.txt');
+    expect(await named('a   b.txt')).to.equal('a_b.txt');
+    expect(await named('..env')).to.equal('env');
+    expect(await named('.htaccess')).to.equal('htaccess');
+    // Compatibility forms become their plain letters (full-width letters, digits and full stop, the "ﬁ" ligature).
+    expect(await named('ｒｅｐｏｒｔ１．ｔｘｔ')).to.equal('report1.txt');
+    expect(await named('ﬁle.txt')).to.equal('file.txt');
+    // Nothing left of the name: "file".
+    expect(await named('folder/')).to.equal('file');
+    expect(await named('...')).to.equal('file');
+    expect(await named('***')).to.equal('_');
+    // At most 100 characters, the end kept (the extension).
+    const long = await named(`${'x'.repeat(150)}.txt`);
+    expect([long.length, long.endsWith('x.txt')]).to.deep.equal([100, true]);
+    // A declared type with spaces and parameters is read as its base type.
+    const spaced = await presign({ fileName: 'p.txt', mimeType: 'Text/Plain ; charset=utf-8', sizeBytes: 1 });
+    expect([spaced.status, spaced.body.data?.object?.mimeType]).to.deep.equal([201, 'text/plain']);
   });
 });
