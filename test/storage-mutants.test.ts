@@ -40,6 +40,11 @@ describe('storage: the rules at their edges', function () {
       expect((await presign({ purpose, mimeType, sizeBytes: max })).status, `${purpose} at ${max}`).to.equal(201);
       expect((await presign({ purpose, mimeType, sizeBytes: max + 1 })).status, `${purpose} at ${max + 1}`).to.equal(400);
     }
+    // A refusal names the purpose, the field and what it takes.
+    const big = await presign({ purpose: 'avatar', mimeType: 'image/png', sizeBytes: 2 * MiB + 1 });
+    expect([big.body.message, big.body.error.details]).to.deep.equal(['A avatar file is at most 2 MiB', [{ field: 'sizeBytes', message: `must be 1..${2 * MiB}` }]]);
+    const svg = await presign({ purpose: 'logo', mimeType: 'image/svg+xml', sizeBytes: 10 });
+    expect([svg.status, svg.body.message, svg.body.error.details]).to.deep.equal([400, 'image/svg+xml is not allowed for logo files', [{ field: 'mimeType', message: 'must be one of image/png, image/jpeg, image/gif, image/webp' }]]);
     const one = await presign({ mimeType: 'text/plain', sizeBytes: 1 });
     expect(one.status).to.equal(201);
     const started = Date.now();
