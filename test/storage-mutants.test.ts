@@ -112,6 +112,19 @@ describe('storage: the rules at their edges', function () {
     expect((await owner.api.get(`/storage/metadata/${e.body.data.objectId}`, tok())).status).to.equal(404);
   });
 
+  it('lists files of the purpose and the status asked for, and no others', async () => {
+    const { baseUrl } = sharedServer();
+    const org = await signUp(sharedServer().server, baseUrl);
+    const pending = await org.api.post('/storage/presigned-upload', { fileName: 'p.txt', mimeType: 'text/plain', sizeBytes: 5, purpose: 'attachment' }, { token: org.accessToken });
+    const avatar = await upload(org.api, org.accessToken, baseUrl, { name: 'me.png', type: 'image/png', bytes: PNG }, { purpose: 'avatar' });
+    const ids = async (query: string) => ((await org.api.get(`/storage/files${query}`, { token: org.accessToken })).body.data as { id: string }[]).map((o) => o.id).sort();
+    expect(await ids('?purpose=avatar')).to.deep.equal([avatar.objectId]);
+    expect(await ids('?purpose=attachment')).to.deep.equal([pending.body.data.objectId]);
+    expect(await ids('?status=pending')).to.deep.equal([pending.body.data.objectId]);
+    expect(await ids('?status=uploaded')).to.deep.equal([avatar.objectId]);
+    expect(await ids('')).to.deep.equal([avatar.objectId, pending.body.data.objectId].sort());
+  });
+
   it('a visitor completes its own upload only', async () => {
     const { server } = sharedServer();
     const visitor = await newVisitor(owner);
