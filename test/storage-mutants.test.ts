@@ -40,6 +40,11 @@ describe('storage: the rules at their edges', function () {
       expect((await presign({ purpose, mimeType, sizeBytes: max })).status, `${purpose} at ${max}`).to.equal(201);
       expect((await presign({ purpose, mimeType, sizeBytes: max + 1 })).status, `${purpose} at ${max + 1}`).to.equal(400);
     }
+    // A refusal names the purpose, the field and what it takes.
+    const big = await presign({ purpose: 'avatar', mimeType: 'image/png', sizeBytes: 2 * MiB + 1 });
+    expect([big.body.message, big.body.error.details]).to.deep.equal(['A avatar file is at most 2 MiB', [{ field: 'sizeBytes', message: `must be 1..${2 * MiB}` }]]);
+    const svg = await presign({ purpose: 'logo', mimeType: 'image/svg+xml', sizeBytes: 10 });
+    expect([svg.status, svg.body.message, svg.body.error.details]).to.deep.equal([400, 'image/svg+xml is not allowed for logo files', [{ field: 'mimeType', message: 'must be one of image/png, image/jpeg, image/gif, image/webp' }]]);
     const one = await presign({ mimeType: 'text/plain', sizeBytes: 1 });
     expect(one.status).to.equal(201);
     const started = Date.now();
@@ -105,6 +110,21 @@ describe('storage: the rules at their edges', function () {
     expect((await fetch(reachable(e.body.data.upload.url, baseUrl), { method: 'PUT', headers: e.body.data.upload.headers, body: '' })).status).to.equal(200);
     expect((await owner.api.post(`/storage/objects/${e.body.data.objectId}/complete`, {}, tok())).status).to.equal(400);
     expect((await owner.api.get(`/storage/metadata/${e.body.data.objectId}`, tok())).status).to.equal(404);
+  });
+
+  it('lists files of the purpose and the status asked for, and no others', async () => {
+    const { baseUrl } = sharedServer();
+    const org = await signUp(sharedServer().server, baseUrl);
+    const pending = await org.api.post('/storage/presigned-upload', { fileName: 'p.txt', mimeType: 'text/plain', sizeBytes: 5, purpose: 'attachment' }, { token: org.accessToken });
+    const avatar = await upload(org.api, org.accessToken, baseUrl, { name: 'me.png', type: 'image/png', bytes: PNG }, { purpose: 'avatar' });
+    const ids = async (query: string) => ((await org.api.get(`/storage/files${query}`, { token: org.accessToken })).body.data as { id: string }[]).map((o) => o.id).sort();
+    expect(await ids('?purpose=avatar')).to.deep.equal([avatar.objectId]);
+    expect(await ids('?purpose=attachment')).to.deep.equal([pending.body.data.objectId]);
+    expect(await ids('?status=pending')).to.deep.equal([pending.body.data.objectId]);
+    expect(await ids('?status=uploaded')).to.deep.equal([avatar.objectId]);
+    // Newest first.
+    const all = ((await org.api.get('/storage/files', { token: org.accessToken })).body.data as { id: string }[]).map((o) => o.id);
+    expect(all).to.deep.equal([avatar.objectId, pending.body.data.objectId]);
   });
 
   it('a visitor completes its own upload only', async () => {
@@ -240,5 +260,40 @@ describe('storage: the rules at their edges', function () {
     // Types without a signature we know pass whatever they start with.
     expect(contentMatches('audio/mpeg', Buffer.from([0, 1, 2, 3]))).to.equal(true);
     expect(contentMatches('video/mp4', PNG)).to.equal(true);
+    // A file exactly as long as its signature is proven by it; a signature is the whole signature, in its place.
+    expect(contentMatches('image/jpeg', Buffer.from([0xff, 0xd8, 0xff]))).to.equal(true);
+    expect(contentMatches('image/webp', Buffer.from('RIFF\0\0\0\0WEBP'))).to.equal(true);
+    expect(contentMatches('image/webp', Buffer.from('RIFX\0\0\0\0WEBPVP8 '))).to.equal(false);
+    expect(contentMatches('image/webp', Buffer.from('RIFF\0\0\0\0WEB'))).to.equal(false);
+    // Spaces around the declared type do not let a PNG claim pass unproven.
+    expect(contentMatches(' image/png ; q=1', PDF)).to.equal(false);
+  });
+
+  it('names a stored file safely: the last path part, letters and digits of any script, odd runs as one underscore, no leading dots', async () => {
+    const named = async (fileName: string, mimeType = 'text/plain') => {
+      const p = await presign({ fileName, mimeType, sizeBytes: 1 });
+      expect(p.status, `${fileName}: ${JSON.stringify(p.body)}`).to.equal(201);
+      return p.body.data.object.fileName as string;
+    };
+    expect(await named('C:\\Users\\me\\Q3 report-v2.pdf', 'application/pdf')).to.equal('Q3_report-v2.pdf');
+    expect(await named('../../etc/passwd')).to.equal('passwd');
+    expect(await named('résumé 2024.txt')).to.equal('résumé_2024.txt');
+    expect(await named('a<>:"|?*b.txt')).to.equal('a_b.txt');
+    expect(await named('a   b.txt')).to.equal('a_b.txt');
+    expect(await named('..env')).to.equal('env');
+    expect(await named('.htaccess')).to.equal('htaccess');
+    // Compatibility forms become their plain letters (full-width letters, digits and full stop, the "ﬁ" ligature).
+    expect(await named('ｒｅｐｏｒｔ１．ｔｘｔ')).to.equal('report1.txt');
+    expect(await named('ﬁle.txt')).to.equal('file.txt');
+    // Nothing left of the name: "file".
+    expect(await named('folder/')).to.equal('file');
+    expect(await named('...')).to.equal('file');
+    expect(await named('***')).to.equal('_');
+    // At most 100 characters, the end kept (the extension).
+    const long = await named(`${'x'.repeat(150)}.txt`);
+    expect([long.length, long.endsWith('x.txt')]).to.deep.equal([100, true]);
+    // A declared type with spaces and parameters is read as its base type.
+    const spaced = await presign({ fileName: 'p.txt', mimeType: 'Text/Plain ; charset=utf-8', sizeBytes: 1 });
+    expect([spaced.status, spaced.body.data?.object?.mimeType]).to.deep.equal([201, 'text/plain']);
   });
 });
