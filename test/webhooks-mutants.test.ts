@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 import { startReceiver, type WebhookReceiver } from './helpers/webhookReceiver.js';
 
 const QUEUE = 'webhook-delivery';
+const METRICS_TOKEN = 'metrics-token-webhook-rules';
 
 describe('webhooks: delivery rules', function () {
   this.timeout(60_000);
@@ -15,7 +16,7 @@ describe('webhooks: delivery rules', function () {
   let receiver: WebhookReceiver;
 
   before(async () => {
-    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '2000' });
+    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '2000', METRICS_TOKEN });
     receiver = await startReceiver();
   });
   after(async () => {
@@ -54,6 +55,19 @@ describe('webhooks: delivery rules', function () {
     return { delivery, job };
   }
 
+  /** webhook_deliveries_total by result, as /metrics counts them. */
+  async function counted(): Promise<Record<string, number>> {
+    const text = await (await fetch(`${server.baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+    const out: Record<string, number> = { succeeded: 0, retry: 0, failed: 0 };
+    for (const m of text.matchAll(/^webhook_deliveries_total\{result="(\w+)"\} (\d+)$/gm)) out[m[1]!] = Number(m[2]);
+    return out;
+  }
+  /** What /metrics counted since `before`. */
+  const since = async (before: Record<string, number>) => {
+    const now = await counted();
+    return { succeeded: now.succeeded! - before.succeeded!, retry: now.retry! - before.retry!, failed: now.failed! - before.failed! };
+  };
+
   /** Seconds from the job's reschedule to its next run (both written by one statement). */
   const delayOf = (job: { runAt: Date; updatedAt: Date }) => Math.round((new Date(job.runAt).getTime() - new Date(job.updatedAt).getTime()) / 1000);
 
@@ -61,6 +75,7 @@ describe('webhooks: delivery rules', function () {
     const owner = await signUp(server.server, server.baseUrl);
     const hook = await createHook(owner);
     await contact(owner);
+    const before = await counted();
     receiver.plan({ status: 429, headers: { 'retry-after': '120' } });
     let { delivery, job } = await run(hook.id);
     expect(delivery).to.include({ status: 'pending', attempts: 1, responseStatus: 429 });
@@ -84,19 +99,47 @@ describe('webhooks: delivery rules', function () {
     ({ delivery, job } = await run(hook.id));
     expect(delivery).to.include({ status: 'pending', attempts: 5, responseStatus: 503 });
     expect(delayOf(job)).to.equal(21_600);
-    expect((await owner.api.get(`/webhooks/${hook.id}`, { token: owner.accessToken })).body.data).to.include({ enabled: true, consecutiveFailures: 5 });
+
+    receiver.plan({ status: 429, headers: { 'retry-after': '0' } });
+    ({ job } = await run(hook.id));
+    expect(delayOf(job)).to.equal(1);
+    expect(await since(before)).to.deep.equal({ succeeded: 0, retry: 6, failed: 0 });
+    expect((await owner.api.get(`/webhooks/${hook.id}`, { token: owner.accessToken })).body.data).to.include({ enabled: true, consecutiveFailures: 6 });
   });
 
-  it('takes any other answer as final: a 400 fails the delivery at once and counts against the hook', async () => {
-    const owner = await signUp(server.server, server.baseUrl);
-    const hook = await createHook(owner);
-    await contact(owner);
-    receiver.plan({ status: 400 });
-    const { delivery, job } = await run(hook.id);
-    expect(delivery).to.include({ status: 'failed', attempts: 1, responseStatus: 400, lastError: 'HTTP 400' });
-    expect(job.status).to.equal('failed');
-    expect((await owner.api.get(`/webhooks/${hook.id}`, { token: owner.accessToken })).body.data).to.include({ enabled: true, consecutiveFailures: 1 });
-    expect(receiver.received).to.have.length(1);
+  it('takes any other answer as final: a 300 or a 400 fails the delivery at once and counts against the hook', async () => {
+    for (const status of [300, 400]) {
+      const owner = await signUp(server.server, server.baseUrl);
+      const hook = await createHook(owner);
+      await contact(owner);
+      const before = await counted();
+      receiver.received.length = 0;
+      receiver.plan({ status });
+      const { delivery, job } = await run(hook.id);
+      expect(delivery).to.include({ status: 'failed', attempts: 1, responseStatus: status, lastError: `HTTP ${status}` });
+      expect(job.status).to.equal('failed');
+      expect((await owner.api.get(`/webhooks/${hook.id}`, { token: owner.accessToken })).body.data).to.include({ enabled: true, consecutiveFailures: 1 });
+      expect(receiver.received).to.have.length(1);
+      expect(await since(before)).to.deep.equal({ succeeded: 0, retry: 0, failed: 1 });
+    }
+  });
+
+  it('sends nothing, and finishes the job, for a delivery gone, already settled, or whose hook is not its organization\'s', async () => {
+    const other = await signUp(server.server, server.baseUrl);
+    for (const change of ['gone', 'settled', 'foreign'] as const) {
+      const owner = await signUp(server.server, server.baseUrl);
+      const hook = await createHook(owner);
+      await contact(owner);
+      const [delivery] = await knex()('webhook_deliveries').where({ webhook_id: hook.id });
+      const job = () => knex()('jobs').where({ queue: QUEUE }).whereRaw(`payload->>'deliveryId' = ?`, [delivery.id]).first();
+      if (change === 'gone') await knex()('webhook_deliveries').where({ id: delivery.id }).delete();
+      if (change === 'settled') await knex()('webhook_deliveries').where({ id: delivery.id }).update({ status: 'succeeded' });
+      if (change === 'foreign') await knex()('webhooks').where({ id: hook.id }).update({ organization_id: other.orgId });
+      await server.server.jobs.drain(QUEUE);
+      expect((await job()).status, change).to.equal('done');
+      // (An earlier test's delivery may be due again now: only this organization's count.)
+      expect(receiver.received.filter((r) => r.json?.organizationId === owner.orgId), change).to.have.length(0);
+    }
   });
 
   it('fails the delivery for good when its last attempt fails, not before', async () => {
@@ -105,6 +148,7 @@ describe('webhooks: delivery rules', function () {
     await contact(owner);
     // Six attempts already made: the next is the 7th of 8.
     await knex()('jobs').where({ queue: QUEUE, organization_id: owner.orgId }).update({ attempts: 6 });
+    const before = await counted();
     receiver.plan({ status: 500 }, { status: 500 });
     let { delivery, job } = await run(hook.id);
     expect(delivery.status).to.equal('pending');
@@ -112,6 +156,7 @@ describe('webhooks: delivery rules', function () {
     ({ delivery, job } = await run(hook.id));
     expect(delivery).to.include({ status: 'failed', responseStatus: 500 });
     expect(job).to.include({ status: 'failed', attempts: 8 });
+    expect(await since(before)).to.deep.equal({ succeeded: 0, retry: 1, failed: 1 });
   });
 
   it('disables the hook at its 50th failure in a row, not its 49th, and tells the admins why', async () => {
@@ -139,12 +184,14 @@ describe('webhooks: delivery rules', function () {
     const hook = await createHook(owner);
     await contact(owner);
     expect((await owner.api.patch(`/webhooks/${hook.id}`, { enabled: false }, t)).status).to.equal(200);
+    const before = await counted();
     const { delivery } = await run(hook.id);
     expect(delivery).to.include({ status: 'failed', attempts: 1, lastError: 'The webhook is disabled' });
     expect(receiver.received).to.have.length(0);
     expect((await owner.api.post(`/webhooks/${hook.id}/test`, undefined, t)).status).to.equal(202);
     await server.server.jobs.drain(QUEUE);
     expect(receiver.received.map((r) => r.json.type)).to.deep.equal(['webhook.test']);
+    expect(await since(before)).to.deep.equal({ succeeded: 1, retry: 0, failed: 1 });
   });
 
   it('keeps the first 1024 characters of the answer, without NUL', async () => {
