@@ -14,6 +14,8 @@ export interface Answer {
   status: number;
   delayMs?: number;
   headers?: Record<string, string>;
+  /** The answer's body; 'ok' when not given. */
+  body?: string;
 }
 
 export interface WebhookReceiver {
@@ -49,7 +51,7 @@ export async function startReceiver(): Promise<WebhookReceiver> {
       const respond = () => {
         open--;
         received.push({ url: req.url ?? '', headers: req.headers, body, json });
-        if (!res.destroyed) res.writeHead(answer.status, answer.headers).end('ok');
+        if (!res.destroyed) res.writeHead(answer.status, answer.headers).end(answer.body ?? 'ok');
       };
       if (answer.delayMs) setTimeout(respond, answer.delayMs);
       else respond();

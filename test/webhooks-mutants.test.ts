@@ -1,0 +1,244 @@
+// Delivery rules that each change of the code should break: 429 waits for its Retry-After (bounded, and only on 429),
+// other 4xx are final, the last attempt fails the delivery for good, 50 failures in a row disable the hook, a hook
+// disabled meanwhile gets nothing but a test, the answer is kept cut and without NUL, the request's headers, and an
+// unreadable secret is not retried.
+import { expect } from 'chai';
+import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
+import { startReceiver, type WebhookReceiver } from './helpers/webhookReceiver.js';
+
+const QUEUE = 'webhook-delivery';
+const METRICS_TOKEN = 'metrics-token-webhook-rules';
+
+describe('webhooks: delivery rules', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let receiver: WebhookReceiver;
+
+  before(async () => {
+    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '2000', METRICS_TOKEN });
+    receiver = await startReceiver();
+  });
+  after(async () => {
+    await server?.stop();
+    await receiver?.close();
+  });
+  // The queue's own poller is stopped: each test runs the deliveries itself, after arranging their rows.
+  beforeEach(async () => {
+    receiver.received.length = 0;
+    receiver.plan();
+    await server.server.jobs.stop();
+  });
+  afterEach(() => server.server.jobs.start());
+
+  const knex = () => server.server.db.knex;
+
+  async function createHook(owner: SignedUp, events: string[] = ['contact.created']): Promise<{ id: string; secret: string }> {
+    const res = await owner.api.post('/webhooks', { url: receiver.url, events }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return { id: res.body.data.webhook.id, secret: res.body.data.secret };
+  }
+
+  async function contact(owner: SignedUp, name = 'Someone'): Promise<void> {
+    const res = await owner.api.post('/contacts', { name, email: uniqueEmail('hookrule') }, { token: owner.accessToken });
+    expect(res.status).to.equal(201);
+  }
+
+  /** The hook's one delivery and its job, after running what is due now. */
+  async function run(hookId: string): Promise<{ delivery: any; job: any }> {
+    const ofHook = () => knex()('jobs').where({ queue: QUEUE }).whereRaw(`payload->>'deliveryId' in (select id::text from webhook_deliveries where webhook_id = ?)`, [hookId]);
+    // Only this hook's delivery is made due: earlier tests leave theirs waiting for a retry.
+    await ofHook().where({ status: 'pending' }).update({ run_at: new Date(Date.now() - 1000) });
+    await server.server.jobs.drain(QUEUE);
+    const delivery = await knex()('webhook_deliveries').where({ webhook_id: hookId }).first();
+    const job = await ofHook().first();
+    return { delivery, job };
+  }
+
+  /** webhook_deliveries_total by result, as /metrics counts them. */
+  async function counted(): Promise<Record<string, number>> {
+    const text = await (await fetch(`${server.baseUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+    const out: Record<string, number> = { succeeded: 0, retry: 0, failed: 0 };
+    for (const m of text.matchAll(/^webhook_deliveries_total\{result="(\w+)"\} (\d+)$/gm)) out[m[1]!] = Number(m[2]);
+    return out;
+  }
+  /** What /metrics counted since `before`. */
+  const since = async (before: Record<string, number>) => {
+    const now = await counted();
+    return { succeeded: now.succeeded! - before.succeeded!, retry: now.retry! - before.retry!, failed: now.failed! - before.failed! };
+  };
+
+  /** Seconds from the job's reschedule to its next run (both written by one statement). */
+  const delayOf = (job: { runAt: Date; updatedAt: Date }) => Math.round((new Date(job.runAt).getTime() - new Date(job.updatedAt).getTime()) / 1000);
+
+  it('waits out a 429\'s Retry-After (seconds or a date, at most a day); without one, or on a 5xx, the schedule', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner);
+    await contact(owner);
+    const before = await counted();
+    receiver.plan({ status: 429, headers: { 'retry-after': '120' } });
+    let { delivery, job } = await run(hook.id);
+    expect(delivery).to.include({ status: 'pending', attempts: 1, responseStatus: 429 });
+    expect(job.status).to.equal('pending');
+    expect(delayOf(job)).to.equal(120);
+
+    receiver.plan({ status: 429, headers: { 'retry-after': new Date(Date.now() + 600_000).toUTCString() } });
+    ({ job } = await run(hook.id));
+    expect(delayOf(job)).to.be.within(590, 600);
+
+    receiver.plan({ status: 429, headers: { 'retry-after': '999999' } });
+    ({ job } = await run(hook.id));
+    expect(delayOf(job)).to.equal(86_400);
+
+    receiver.plan({ status: 429, headers: { 'retry-after': 'soon' } });
+    ({ delivery, job } = await run(hook.id));
+    expect(delivery).to.include({ status: 'pending', attempts: 4 });
+    expect(delayOf(job)).to.equal(7200); // after the 4th attempt
+
+    receiver.plan({ status: 503, headers: { 'retry-after': '120' } });
+    ({ delivery, job } = await run(hook.id));
+    expect(delivery).to.include({ status: 'pending', attempts: 5, responseStatus: 503 });
+    expect(delayOf(job)).to.equal(21_600);
+
+    receiver.plan({ status: 429, headers: { 'retry-after': '0' } });
+    ({ job } = await run(hook.id));
+    expect(delayOf(job)).to.equal(1);
+    expect(await since(before)).to.deep.equal({ succeeded: 0, retry: 6, failed: 0 });
+    expect((await owner.api.get(`/webhooks/${hook.id}`, { token: owner.accessToken })).body.data).to.include({ enabled: true, consecutiveFailures: 6 });
+    // Sent once more (it is due in a second, and would take another test's planned answer otherwise): a success
+    // forgets the hook's failures.
+    ({ delivery } = await run(hook.id));
+    expect(delivery).to.include({ status: 'succeeded', attempts: 7 });
+    expect((await owner.api.get(`/webhooks/${hook.id}`, { token: owner.accessToken })).body.data).to.include({ enabled: true, consecutiveFailures: 0 });
+  });
+
+  it('takes any other answer as final: a 300 or a 400 fails the delivery at once and counts against the hook', async () => {
+    for (const status of [300, 400]) {
+      const owner = await signUp(server.server, server.baseUrl);
+      const hook = await createHook(owner);
+      await contact(owner);
+      const before = await counted();
+      receiver.received.length = 0;
+      receiver.plan({ status });
+      const { delivery, job } = await run(hook.id);
+      expect(delivery).to.include({ status: 'failed', attempts: 1, responseStatus: status, lastError: `HTTP ${status}` });
+      expect(job.status).to.equal('failed');
+      expect((await owner.api.get(`/webhooks/${hook.id}`, { token: owner.accessToken })).body.data).to.include({ enabled: true, consecutiveFailures: 1 });
+      expect(receiver.received).to.have.length(1);
+      expect(await since(before)).to.deep.equal({ succeeded: 0, retry: 0, failed: 1 });
+    }
+  });
+
+  it('sends nothing, and finishes the job, for a delivery gone, already settled, or whose hook is not its organization\'s', async () => {
+    const other = await signUp(server.server, server.baseUrl);
+    for (const change of ['gone', 'settled', 'foreign'] as const) {
+      const owner = await signUp(server.server, server.baseUrl);
+      const hook = await createHook(owner);
+      await contact(owner);
+      const [delivery] = await knex()('webhook_deliveries').where({ webhook_id: hook.id });
+      const job = () => knex()('jobs').where({ queue: QUEUE }).whereRaw(`payload->>'deliveryId' = ?`, [delivery.id]).first();
+      if (change === 'gone') await knex()('webhook_deliveries').where({ id: delivery.id }).delete();
+      if (change === 'settled') await knex()('webhook_deliveries').where({ id: delivery.id }).update({ status: 'succeeded' });
+      if (change === 'foreign') await knex()('webhooks').where({ id: hook.id }).update({ organization_id: other.orgId });
+      await server.server.jobs.drain(QUEUE);
+      expect((await job()).status, change).to.equal('done');
+      // (An earlier test's delivery may be due again now: only this organization's count.)
+      expect(receiver.received.filter((r) => r.json?.organizationId === owner.orgId), change).to.have.length(0);
+    }
+  });
+
+  it('fails the delivery for good when its last attempt fails, not before', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner);
+    await contact(owner);
+    // Six attempts already made: the next is the 7th of 8.
+    await knex()('jobs').where({ queue: QUEUE, organization_id: owner.orgId }).update({ attempts: 6 });
+    const before = await counted();
+    receiver.plan({ status: 500 }, { status: 500 });
+    let { delivery, job } = await run(hook.id);
+    expect(delivery.status).to.equal('pending');
+    expect(job).to.include({ status: 'pending', attempts: 7 });
+    ({ delivery, job } = await run(hook.id));
+    expect(delivery).to.include({ status: 'failed', responseStatus: 500 });
+    expect(job).to.include({ status: 'failed', attempts: 8 });
+    expect(await since(before)).to.deep.equal({ succeeded: 0, retry: 1, failed: 1 });
+  });
+
+  it('disables the hook at its 50th failure in a row, not its 49th, and tells the admins why', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner);
+    await knex()('webhooks').where({ id: hook.id }).update({ consecutive_failures: 48 });
+    await contact(owner);
+    receiver.plan({ status: 500 }, { status: 500 });
+    await run(hook.id);
+    expect((await owner.api.get(`/webhooks/${hook.id}`, t)).body.data).to.include({ enabled: true, consecutiveFailures: 49 });
+    expect((await owner.api.get('/notifications', t)).body.data).to.have.length(0);
+    await run(hook.id);
+    const got = (await owner.api.get(`/webhooks/${hook.id}`, t)).body.data;
+    expect(got).to.include({ enabled: false, consecutiveFailures: 50, disabledReason: '50 deliveries failed in a row' });
+    const notes = (await owner.api.get('/notifications', t)).body.data;
+    expect(notes.map((n: any) => [n.type, n.title])).to.deep.equal([['webhook_disabled', 'A webhook was disabled']]);
+    expect(notes[0].body).to.equal(`${receiver.url}: 50 deliveries failed in a row. Fix the receiver, then enable the webhook again.`);
+    expect(notes[0].data).to.deep.include({ webhookId: hook.id, url: receiver.url, reason: '50 deliveries failed in a row' });
+  });
+
+  it('fails a delivery whose hook was disabled meanwhile without sending it; a test is still sent', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner);
+    await contact(owner);
+    expect((await owner.api.patch(`/webhooks/${hook.id}`, { enabled: false }, t)).status).to.equal(200);
+    const before = await counted();
+    const { delivery } = await run(hook.id);
+    expect(delivery).to.include({ status: 'failed', attempts: 1, lastError: 'The webhook is disabled' });
+    expect(receiver.received).to.have.length(0);
+    expect((await owner.api.post(`/webhooks/${hook.id}/test`, undefined, t)).status).to.equal(202);
+    await server.server.jobs.drain(QUEUE);
+    expect(receiver.received.map((r) => r.json.type)).to.deep.equal(['webhook.test']);
+    expect(await since(before)).to.deep.equal({ succeeded: 1, retry: 0, failed: 1 });
+  });
+
+  it('keeps the first 1024 characters of the answer, without NUL', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner);
+    await contact(owner);
+    receiver.plan({ status: 200, body: `a\u0000b${'x'.repeat(3000)}` });
+    const { delivery, job } = await run(hook.id);
+    expect(delivery).to.include({ status: 'succeeded', attempts: 1, responseStatus: 200, lastError: null });
+    expect(delivery.responseBody).to.equal(`ab${'x'.repeat(1021)}`);
+    expect(job.status).to.equal('done');
+  });
+
+  it('posts JSON with its length, the product\'s User-Agent, the event id and a timestamp in seconds', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    await createHook(owner);
+    const before = Math.floor(Date.now() / 1000);
+    await contact(owner, 'Zoë Ærøskøbing');
+    await server.server.jobs.drain(QUEUE);
+    const [r] = await receiver.waitFor(1);
+    expect(r!.headers).to.include({ 'content-type': 'application/json', 'user-agent': 'SupportPlatform-Webhooks/1' });
+    expect(Number(r!.headers['content-length'])).to.equal(Buffer.byteLength(r!.body));
+    expect(r!.headers['x-webhook-id']).to.equal(r!.json.id);
+    const ts = String(r!.headers['x-webhook-timestamp']);
+    expect(ts).to.match(/^\d+$/);
+    expect(Number(ts)).to.be.within(before, Math.floor(Date.now() / 1000));
+    expect(r!.json).to.include({ type: 'contact.created', organizationId: owner.orgId });
+    expect(r!.json.createdAt).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+    expect(r!.json.data.contact.name).to.equal('Zoë Ærøskøbing');
+  });
+
+  it('gives up at once on a secret that cannot be read, and sends nothing', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const [row] = await knex()('webhooks')
+      .insert({ organization_id: owner.orgId, url: receiver.url, events: JSON.stringify(['contact.created']), secret_encrypted: 'v1.x.y.z' })
+      .returning('id');
+    const hookId = (row as { id: string }).id;
+    await contact(owner);
+    const { delivery, job } = await run(hookId);
+    expect(delivery).to.include({ status: 'failed', attempts: 1 });
+    expect(delivery.lastError).to.match(/signing secret cannot be read/);
+    expect(job.status).to.equal('failed');
+    expect(receiver.received).to.have.length(0);
+  });
+});
