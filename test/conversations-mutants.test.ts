@@ -1,12 +1,15 @@
 // The inbox's promises that the broader conversation tests leave open: a status set to the one it already has, and
-// a read mark on a conversation already read, change nothing and announce nothing.
+// a read mark on a conversation already read, change nothing and announce nothing; a new conversation is announced
+// to accepted members only, titled by the visitor's name when there is one.
 import { expect } from 'chai';
 import { expectApiSuccess } from './helpers/auth.js';
-import { signUp, type SignedUp } from './helpers/factories.js';
+import { addMember, signUp, type SignedUp } from './helpers/factories.js';
+import { Api } from './helpers/http.js';
 import { sharedServer } from './helpers/hooks.js';
-import { newVisitor, startConversation } from './helpers/live.js';
+import { newVisitor, startConversation, widgetKey } from './helpers/live.js';
 import { closeAfterEach } from './helpers/socket-acks.js';
 import { collect, connectOk, settle } from './helpers/sockets.js';
+import { waitFor } from './helpers/wait.js';
 
 describe('conversations: changes that change nothing', () => {
   const track = closeAfterEach();
@@ -46,5 +49,23 @@ describe('conversations: changes that change nothing', () => {
     const again = expectApiSuccess(await owner.api.post(`/conversations/${conversationId}/read`, undefined, t()), 200);
     expect(again).to.deep.include({ unreadCount: 0, updatedAt: first.updatedAt });
     expect((await read(conversationId)).updatedAt).to.equal(first.updatedAt);
+  });
+});
+
+describe('conversations: who hears of a new one', () => {
+  it('a suspended member is not notified; a visitor without a name gives the plain title', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const suspended = await addMember(server, owner, 'agent', 'Sue Suspended');
+    expectApiSuccess(await owner.api.patch(`/memberships/organizations/${owner.orgId}/members/${suspended.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+    const api = new Api(baseUrl);
+    const token = expectApiSuccess(await api.post('/widget/auth/token', { publicKey: await widgetKey(owner) }), 201).token;
+    const conversationId = expectApiSuccess(await api.post('/widget/conversations', { message: 'hi' }, { token }), 201).conversation.id;
+    const notices = async () => (await server.db.knex('notifications').where({ organization_id: owner.orgId, type: 'new_conversation' })).filter((n: any) => n.data.conversationId === conversationId);
+    await waitFor(async () => (await notices()).length > 0, { what: "the owner's notification" });
+    await settle(200);
+    const rows = await notices();
+    expect(rows.map((n: any) => n.userId)).to.deep.equal([owner.userId]);
+    expect(rows[0].title).to.equal('New conversation');
   });
 });
