@@ -1,14 +1,17 @@
 // The inbox's promises that the broader conversation tests leave open: a status set to the one it already has, and
 // a read mark on a conversation already read, change nothing and announce nothing; a new conversation is announced
-// to accepted members only, titled by the visitor's name when there is one.
+// to accepted members only, titled by the visitor's name when there is one; the first resolution (what the
+// analytics count as resolved, and resolved by the AI alone) is the first one only, and an agent who joined live
+// makes it no AI resolution.
 import { expect } from 'chai';
 import { expectApiSuccess } from './helpers/auth.js';
 import { addMember, signUp, type SignedUp } from './helpers/factories.js';
 import { Api } from './helpers/http.js';
 import { sharedServer } from './helpers/hooks.js';
 import { newVisitor, startConversation, widgetKey } from './helpers/live.js';
-import { closeAfterEach } from './helpers/socket-acks.js';
-import { collect, connectOk, settle } from './helpers/sockets.js';
+import { ackData, closeAfterEach } from './helpers/socket-acks.js';
+import { collect, connectOk, request, settle } from './helpers/sockets.js';
+import { aiClient } from './helpers/tickets.js';
 import { waitFor } from './helpers/wait.js';
 
 describe('conversations: changes that change nothing', () => {
@@ -67,5 +70,43 @@ describe('conversations: who hears of a new one', () => {
     const rows = await notices();
     expect(rows.map((n: any) => n.userId)).to.deep.equal([owner.userId]);
     expect(rows[0].title).to.equal('New conversation');
+  });
+});
+
+describe('conversations: the first resolution', () => {
+  const track = closeAfterEach();
+  // What the analytics read (their own tests turn these columns into figures).
+  const first = async (id: string) => {
+    const row = await sharedServer().server.db.knex('conversations').where({ id }).first('first_resolved_at', 'first_resolved_by_ai');
+    return { at: row.firstResolvedAt ?? row.first_resolved_at, byAi: row.firstResolvedByAi ?? row.first_resolved_by_ai };
+  };
+
+  it('an AI resolution after an agent joined live (without a reply) is no AI resolution', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const org = { organizationId: owner.orgId };
+    const { conversationId } = await startConversation(await newVisitor(owner));
+    const agentSocket = track(await connectOk(baseUrl, owner.orgId, owner.accessToken));
+    expect(ackData(await request(agentSocket, 'join_conversation', { conversationId }))).to.deep.equal({});
+    expectApiSuccess(await aiClient(baseUrl).post(`/conversations/ai/${conversationId}/resolve`, org), 200);
+    const r = await first(conversationId);
+    expect(r.at).to.be.an.instanceOf(Date);
+    expect(r.byAi).to.equal(false);
+  });
+
+  it('resolving again after a reopening keeps the first resolution and who made it', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const t = { token: owner.accessToken };
+    const { conversationId } = await startConversation(await newVisitor(owner));
+    const resolved = expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}/status`, { status: 'resolved' }, t), 200);
+    const before = await first(conversationId);
+    expect(before.byAi).to.equal(false);
+    expect(before.at.toISOString()).to.equal(resolved.resolvedAt);
+    expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}/status`, { status: 'open' }, t), 200);
+    await settle(20);
+    const again = expectApiSuccess(await aiClient(baseUrl).post(`/conversations/ai/${conversationId}/resolve`, { organizationId: owner.orgId }), 200);
+    expect(again.resolvedAt).to.not.equal(resolved.resolvedAt);
+    expect(await first(conversationId)).to.deep.equal(before);
   });
 });
