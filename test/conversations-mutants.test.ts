@@ -2,7 +2,7 @@
 // a read mark on a conversation already read, change nothing and announce nothing; a new conversation is announced
 // to accepted members only, titled by the visitor's name when there is one; the first resolution (what the
 // analytics count as resolved, and resolved by the AI alone) is the first one only, and an agent who joined live
-// makes it no AI resolution.
+// makes it no AI resolution; a status change records conversation.updated, and a resolution conversation.resolved too.
 import { expect } from 'chai';
 import { expectApiSuccess } from './helpers/auth.js';
 import { addMember, signUp, type SignedUp } from './helpers/factories.js';
@@ -12,6 +12,7 @@ import { newVisitor, startConversation, widgetKey } from './helpers/live.js';
 import { ackData, closeAfterEach } from './helpers/socket-acks.js';
 import { collect, connectOk, request, settle } from './helpers/sockets.js';
 import { aiClient } from './helpers/tickets.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 
 describe('conversations: changes that change nothing', () => {
@@ -108,5 +109,37 @@ describe('conversations: the first resolution', () => {
     const again = expectApiSuccess(await aiClient(baseUrl).post(`/conversations/ai/${conversationId}/resolve`, { organizationId: owner.orgId }), 200);
     expect(again.resolvedAt).to.not.equal(resolved.resolvedAt);
     expect(await first(conversationId)).to.deep.equal(before);
+  });
+});
+
+describe('conversations: the webhooks of a status change', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true' });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('records conversation.updated for every change and conversation.resolved for a resolution only', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    expectApiSuccess(await owner.api.post('/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['conversation.updated', 'conversation.resolved'] }, t), 201);
+    const { conversationId } = await startConversation(await newVisitor(owner));
+    const recorded = async () =>
+      (await server.server.db.knex('webhook_deliveries').where({ organization_id: owner.orgId }).orderBy('created_at').orderBy('event_type', 'desc').select('event_type', 'payload')).map((d: any) => ({
+        type: d.eventType ?? d.event_type,
+        id: d.payload.conversation?.id,
+        status: d.payload.conversation?.status,
+      }));
+    expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}/status`, { status: 'pending' }, t), 200);
+    expect(await recorded()).to.deep.equal([{ type: 'conversation.updated', id: conversationId, status: 'pending' }]);
+    expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}/status`, { status: 'resolved' }, t), 200);
+    expect(await recorded()).to.deep.equal([
+      { type: 'conversation.updated', id: conversationId, status: 'pending' },
+      { type: 'conversation.updated', id: conversationId, status: 'resolved' },
+      { type: 'conversation.resolved', id: conversationId, status: 'resolved' },
+    ]);
   });
 });
