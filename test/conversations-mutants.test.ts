@@ -100,6 +100,8 @@ describe('conversations: the first resolution', () => {
     const owner = await signUp(server, baseUrl);
     const t = { token: owner.accessToken };
     const { conversationId } = await startConversation(await newVisitor(owner));
+    expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}/status`, { status: 'pending' }, t), 200);
+    expect((await first(conversationId)).at ?? null, 'pending is no resolution').to.equal(null);
     const resolved = expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}/status`, { status: 'resolved' }, t), 200);
     const before = await first(conversationId);
     expect(before.byAi).to.equal(false);
