@@ -1,8 +1,9 @@
 // The inbox's promises that the broader conversation tests leave open: a status set to the one it already has, and
-// a read mark on a conversation already read, change nothing and announce nothing; a new conversation is announced
+// a read mark on a conversation already read, change nothing and announce nothing (and a missing one is a 404); a new conversation is announced
 // to accepted members only, titled by the visitor's name when there is one; the first resolution (what the
 // analytics count as resolved, and resolved by the AI alone) is the first one only, and an agent who joined live
 // makes it no AI resolution; a status change records conversation.updated, and a resolution conversation.resolved too.
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { expectApiSuccess } from './helpers/auth.js';
 import { addMember, signUp, type SignedUp } from './helpers/factories.js';
@@ -42,6 +43,13 @@ describe('conversations: changes that change nothing', () => {
       await settle(200);
       expect(updates.filter((u) => u.conversation.id === conversationId), `${status} -> ${status} announced`).to.deep.equal([]);
     }
+  });
+
+  it('a status change of a conversation that does not exist answers 404 "Conversation not found"', async () => {
+    const res = await owner.api.patch(`/conversations/${randomUUID()}/status`, { status: 'resolved' }, t());
+    expect(res.status).to.equal(404);
+    expect(res.body.error.code).to.equal('not_found');
+    expect(res.body.message).to.equal('Conversation not found');
   });
 
   it('marking a conversation read when nothing is unread leaves it as it was', async () => {
