@@ -7,7 +7,7 @@ import { sharedServer } from './helpers/hooks.js';
 import { Api } from './helpers/http.js';
 import { PASSWORD, signUp } from './helpers/factories.js';
 import { startTestServer, TEST_AI_SECRET, TEST_SECRETS } from './helpers/server.js';
-import { expectApiError, expectApiSuccess, jwtPayload, login } from './helpers/auth.js';
+import { expectApiError, expectApiSuccess, jwtPayload, login, resignToken } from './helpers/auth.js';
 import { newVisitor } from './helpers/live.js';
 
 /** Runs `body` with Date.now moved `offsetSeconds` ahead (the server runs in this process); the real clock is back after. */
@@ -23,13 +23,7 @@ async function withClockAhead<T>(offsetSeconds: number, body: () => Promise<T>):
 
 describe('auth: edges', () => {
   describe('refresh and widget tokens signed with their own secret but not quite right', () => {
-    /** Signs with a kind's own secret, keeping the claims of a real token and replacing or dropping some. */
-    const resign = (token: string, secret: string, change: Record<string, unknown>, opts: { audience?: string } = {}) => {
-      const { aud, iss: _iss, iat: _iat, ...claims } = jwtPayload(token);
-      const payload: Record<string, unknown> = { ...claims, ...change };
-      for (const [k, v] of Object.entries(payload)) if (v === undefined) delete payload[k];
-      return jwt.sign(payload, secret, { algorithm: 'HS256', audience: opts.audience ?? aud, issuer: 'support-platform' });
-    };
+    const resign = resignToken;
 
     it('a refresh token for another audience, or without its jti, is refused with 401 and leaves the session alone', async () => {
       const { server, baseUrl } = sharedServer();

@@ -1,17 +1,12 @@
 // Auth rules that a mutation run showed no test held: each test here fails when its rule is changed.
 import { expect } from 'chai';
-import jwt from 'jsonwebtoken';
 import { sharedServer } from './helpers/hooks.js';
 import { signUp } from './helpers/factories.js';
 import { TEST_SECRETS } from './helpers/server.js';
-import { expectApiError, expectApiSuccess, jwtPayload } from './helpers/auth.js';
+import { expectApiError, expectApiSuccess, resignToken } from './helpers/auth.js';
 import { newVisitor } from './helpers/live.js';
 
-/** A kind's own secret over a real token's claims, some replaced. */
-function resign(token: string, secret: string, change: Record<string, unknown>): string {
-  const { aud, iss: _iss, iat: _iat, ...claims } = jwtPayload(token);
-  return jwt.sign({ ...claims, ...change }, secret, { algorithm: 'HS256', audience: aud, issuer: 'support-platform' });
-}
+const resign = resignToken;
 
 describe('auth: rules held against mutation', () => {
   it('a widget token whose organization or session is not a string is an invalid token, not an ended session', async () => {
