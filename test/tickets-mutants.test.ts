@@ -8,7 +8,7 @@ import { expectError } from './helpers/tenancy.js';
 import { aiClient, createTicket, ok, patchTicket } from './helpers/tickets.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
-import { connectOk, nextEvent, type ClientSocket } from './helpers/sockets.js';
+import { connectOk, nextEvent, settle, type ClientSocket } from './helpers/sockets.js';
 
 describe('Tickets: the timestamps of a status change', () => {
   let owner: SignedUp;
@@ -199,5 +199,61 @@ describe('Tickets: idempotency keys past their 30 days are deleted', function ()
     ok(await aiClient(test.baseUrl).post('/tickets/ai', { organizationId: a.orgId, idempotencyKey: randomUUID(), title: 'Sweeps' }), 201);
     await waitFor(async () => (await knex('idempotency_keys').where({ key: expired }).first()) === undefined, { what: 'the expired key deleted' });
     expect(await knex('idempotency_keys').where({ key: live }).first()).to.not.equal(undefined);
+  });
+});
+
+describe('Tickets: an idempotency key given up by a failed request, and one taken again after its 30 days', () => {
+  let owner: SignedUp;
+  let ai: ReturnType<typeof aiClient>;
+
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    owner = await signUp(server, baseUrl);
+    ai = aiClient(baseUrl);
+  });
+
+  it('a request waiting on a key takes it, with its own body, once the request holding it fails', async () => {
+    const { server } = sharedServer();
+    const t = await createTicket(owner);
+    const path = `/tickets/ai/${t.id}`;
+    const change = (status: string) => ({ organizationId: owner.orgId, idempotencyKey: `given-up-${t.id}`, status });
+    let first: Promise<any> = Promise.resolve();
+    let second: Promise<any> = Promise.resolve();
+    // Hold the ticket and resolve it meanwhile: the first request claims the key, then waits for the ticket and finds
+    // it resolved, which cannot become pending; the second, with the same key and another body, waits for the key.
+    await server.db.knex.transaction(async (trx) => {
+      await trx('tickets').where({ id: t.id }).forUpdate();
+      await trx('tickets').where({ id: t.id }).update({ status: 'resolved', resolved_at: new Date() });
+      first = ai.patch(path, change('pending'));
+      await settle(300);
+      second = ai.patch(path, change('open'));
+      await settle(300);
+    });
+    const [a, b] = await Promise.all([first, second]);
+    expectError(a, 400, 'invalid_transition');
+    expect(ok(b, 200).status).to.equal('open');
+    // The key is the second request's: its replay answers without applying again (open cannot become open), and
+    // the first request's body is another request.
+    expect(ok(await ai.patch(path, change('open')), 200).status).to.equal('open');
+    expectError(await ai.patch(path, change('pending')), 409, 'conflict');
+  });
+
+  it('a key taken again after its 30 days keeps the new request for 30 days more', async () => {
+    const { server } = sharedServer();
+    const key = `again-${randomUUID()}`;
+    const create = (title: string) => ai.post('/tickets/ai', { organizationId: owner.orgId, idempotencyKey: key, title });
+    const first = ok(await create('Before'), 201);
+    await server.db.knex('idempotency_keys').where({ organization_id: owner.orgId, key }).update({ expires_at: new Date(Date.now() - 1000) });
+    const second = ok(await create('After'), 201);
+    expect(second.id).to.not.equal(first.id);
+    const row = await server.db.models.IdempotencyKey.forOrg(owner.orgId).where({ key }).first();
+    expect(row!.resourceId).to.equal(second.id);
+    expect(row!.createdAt.getTime()).to.be.above(Date.now() - 60_000);
+    expect(row!.expiresAt.getTime() - row!.createdAt.getTime()).to.equal(30 * 86_400_000);
+    // A replay answers the second ticket; the first body is now another request.
+    const replay = await create('After');
+    expect(replay.status, JSON.stringify(replay.body)).to.equal(200);
+    expect(replay.body.data.id).to.equal(second.id);
+    expectError(await create('Before'), 409, 'conflict');
   });
 });

@@ -22,32 +22,27 @@ export class IdempotencyKeys {
   constructor(private readonly deps: { models: Models; knex: Knex; onSweepError?: (err: unknown) => void }) {}
 
   /**
-   * Claims `key` for this request inside `trx`. The insert comes first: while another transaction holds the same key
-   * uncommitted, PostgreSQL makes this insert wait for it; once it commits, this one finds its row and replays its
-   * resource, and once it rolls back, this one takes the key. The same key with another request is 409.
+   * Claims `key` for this request inside `trx`, in one statement: a new key is inserted, an expired one is taken over
+   * as if it never existed, and a live one is left as it is but locked, so it stays there to be read until `trx` ends.
+   * While another transaction holds the same key uncommitted, PostgreSQL makes the statement wait for it; once it
+   * commits, this one finds its row and replays its resource, and once it rolls back, this one takes the key. The
+   * same key with another request is 409.
    */
   async claim(trx: Knex.Transaction, orgId: string, scope: string, key: string, request: unknown): Promise<Claim> {
     this.sweepSometimes();
     const hash = requestHash(request);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const inserted = await trx('idempotency_keys')
-        .insert({ organization_id: orgId, scope, key, request_hash: hash })
-        .onConflict(['organization_id', 'scope', 'key'])
-        .ignore()
-        .returning('id');
-      if (inserted.length > 0) return { replay: false, keyId: (inserted[0] as { id: string }).id, organizationId: orgId };
-      const existing = await this.deps.models.IdempotencyKey.forOrg(orgId, trx).where({ scope, key }).first();
-      if (!existing) continue;
-      if (existing.expiresAt.getTime() <= Date.now()) {
-        // An expired key is free again: it is replaced as if it never existed.
-        await this.deps.models.IdempotencyKey.forOrg(orgId, trx).deleteById(existing.id);
-        continue;
-      }
-      if (existing.requestHash !== hash) throw new Conflict('This idempotency key was already used with a different request');
-      if (!existing.resourceId) throw new Conflict('The request with this idempotency key did not finish');
-      return { replay: true, resourceId: existing.resourceId };
-    }
-    throw new Conflict('This idempotency key is being used by another request');
+    const taken = await trx('idempotency_keys')
+      .insert({ organization_id: orgId, scope, key, request_hash: hash })
+      .onConflict(['organization_id', 'scope', 'key'])
+      .merge({ request_hash: hash, created_at: trx.raw('DEFAULT'), expires_at: trx.raw('DEFAULT') })
+      .where('idempotency_keys.expires_at', '<=', trx.fn.now())
+      .returning('id');
+    if (taken.length > 0) return { replay: false, keyId: (taken[0] as { id: string }).id, organizationId: orgId };
+    const existing = await this.deps.models.IdempotencyKey.forOrg(orgId, trx).where({ scope, key }).first();
+    if (existing!.requestHash !== hash) throw new Conflict('This idempotency key was already used with a different request');
+    // A key is completed in the transaction that claimed it, so a committed key always names its resource.
+    if (!existing!.resourceId) throw new Conflict('The request with this idempotency key did not finish');
+    return { replay: true, resourceId: existing!.resourceId };
   }
 
   /** Records what the claimed request made; committed together with it. */
