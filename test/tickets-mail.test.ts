@@ -134,4 +134,23 @@ describe('Tickets: mail to the requester', function () {
     const outbox = await test.server.db.models.OutboxEmail.query().where({ toAddress: requester, kind: 'ticket_closed' });
     expect(outbox).to.have.length(1);
   });
+
+  it('a long thread\'s References keep the root and the latest 19 mails', async () => {
+    const requester = uniqueEmail('long-thread');
+    const t = await createTicket(owner, { title: 'Long thread', requester: { email: requester } });
+    let last = '';
+    for (let i = 1; i <= 21; i++) {
+      const res = await owner.api.post(`/tickets/${t.id}/replies`, { content: `Answer ${i}` }, { token: owner.accessToken });
+      last = ok(res, 201).delivery.messageId;
+    }
+    const thread = (await test.server.db.models.TicketMail.acrossOrgs().where('ticketId', t.id).orderBy('createdAt').orderBy('id')).map((m) => m.messageId);
+    expect(thread).to.have.length(22);
+    expect(thread[21]).to.equal(last);
+    // The 21st mail follows 20: all of them; the 22nd follows 21: the root, then the latest 19 (the second is left out).
+    const twentyFirst = await smtp.waitForMail(requester, (m) => m.parsed.messageId === thread[20]);
+    expect(refs(twentyFirst)).to.deep.equal(thread.slice(0, 20));
+    const twentySecond = await smtp.waitForMail(requester, (m) => m.parsed.messageId === last);
+    expect(twentySecond.parsed.inReplyTo).to.equal(thread[20]);
+    expect(refs(twentySecond)).to.deep.equal([thread[0], ...thread.slice(2, 21)]);
+  });
 });
