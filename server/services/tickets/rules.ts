@@ -1,7 +1,6 @@
 // The rules of a ticket's life: which status may follow which, what a status change stamps, and how tags look.
 import type { Ticket, TicketStatus } from '../../../db/models/Ticket.js';
-import { InvalidTransition, ValidationFailed } from '../../errors.js';
-import { TAGS_MAX } from '../../limits.js';
+import { InvalidTransition } from '../../errors.js';
 
 /** Allowed status changes. `merged` is reached only by merging; closed and merged are final. */
 export const TRANSITIONS: Record<TicketStatus, readonly TicketStatus[]> = {
@@ -34,15 +33,16 @@ export function statusPatch(to: TicketStatus, now: Date): Partial<Ticket> {
   return patch;
 }
 
-/** Tags are trimmed and lowercased, duplicates dropped; at most TAGS_MAX (the schema bounds each one). */
+/**
+ * Tags are trimmed and lowercased, duplicates dropped. The routes' `tags` schema already holds the rest: at most
+ * TAGS_MAX of them (so fewer once duplicates are dropped), each with a character that is not a space.
+ */
 export function normalizeTags(tags: string[]): string[] {
-  const out = [...new Set(tags.map((t) => t.trim().toLowerCase()).filter((t) => t.length > 0))];
-  if (out.length > TAGS_MAX) throw new ValidationFailed(`A ticket has at most ${TAGS_MAX} tags`, [{ field: 'tags', message: `at most ${TAGS_MAX} tags` }]);
-  return out;
+  return [...new Set(tags.map((t) => t.trim().toLowerCase()))];
 }
 
-/** `q` as a ticket number: "42" or "#42". */
+/** A trimmed search query `q` as a ticket number: "42" or "#42". */
 export function numberQuery(q: string): number | null {
-  const m = /^#?(\d{1,9})$/.exec(q.trim());
+  const m = /^#?(\d{1,9})$/.exec(q);
   return m ? Number(m[1]) : null;
 }
