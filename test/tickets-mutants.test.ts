@@ -3,7 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
-import { signUp, type SignedUp } from './helpers/factories.js';
+import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
+import { newVisitor, startConversation } from './helpers/live.js';
 import { expectError } from './helpers/tenancy.js';
 import { aiClient, createTicket, ok, patchTicket } from './helpers/tickets.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -255,5 +256,69 @@ describe('Tickets: an idempotency key given up by a failed request, and one take
     expect(replay.status, JSON.stringify(replay.body)).to.equal(200);
     expect(replay.body.data.id).to.equal(second.id);
     expectError(await create('Before'), 409, 'conflict');
+  });
+});
+
+describe('Tickets: what the AI service names, and what it is told when something is missing', () => {
+  let owner: SignedUp;
+  let ai: ReturnType<typeof aiClient>;
+
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    owner = await signUp(server, baseUrl);
+    ai = aiClient(baseUrl);
+  });
+
+  const create = async (body: Record<string, unknown>) => ok(await ai.post('/tickets/ai', { organizationId: owner.orgId, idempotencyKey: randomUUID(), title: 'From the bot', ...body }), 201);
+
+  it('keeps a requester\'s name without an email: the one given, else the visitor\'s', async () => {
+    expect((await create({ requesterName: 'Al' })).requester).to.deep.equal({ name: 'Al', email: null });
+    const visitor = await newVisitor(owner, { name: 'Nameonly' });
+    const { conversationId } = await startConversation(visitor);
+    const t = await create({ conversationId });
+    expect(t.requester).to.deep.equal({ name: 'Nameonly', email: null });
+    expect(t.contactId).to.equal(null);
+    expect((await create({ conversationId, requesterName: 'Given' })).requester).to.deep.equal({ name: 'Given', email: null });
+  });
+
+  it('takes the contact an agent linked to a conversation whose visitor gave no email', async () => {
+    const visitor = await newVisitor(owner, { name: 'Anon' });
+    const { conversationId } = await startConversation(visitor);
+    const email = uniqueEmail('linked');
+    const linked = ok(await owner.api.post(`/conversations/${conversationId}/contact`, { email }, { token: owner.accessToken }), 200);
+    const t = await create({ conversationId });
+    expect(t.contactId).to.be.a('string');
+    expect(t.contactId).to.equal(linked.contactId);
+    expect(t.requester.email).to.equal(email);
+  });
+
+  it('a close with the same key and another note is another request (409)', async () => {
+    const t = await createTicket(owner);
+    const key = randomUUID();
+    const close = (resolutionNote: string) => ai.patch(`/tickets/ai/${t.id}/close`, { organizationId: owner.orgId, idempotencyKey: key, resolutionNote });
+    expect(ok(await close('Solved'), 200).status).to.equal('closed');
+    expect(ok(await close('Solved'), 200).status).to.equal('closed');
+    expectError(await close('Solved otherwise'), 409, 'conflict');
+  });
+
+  it('status of a conversation without contact lists the tickets made from it, whoever their requester', async () => {
+    const visitor = await newVisitor(owner, { name: 'No contact' });
+    const { conversationId } = await startConversation(visitor);
+    const plain = await create({ conversationId });
+    const withRequester = await create({ conversationId, requesterEmail: uniqueEmail('req') });
+    await create({ title: 'Elsewhere' });
+    const res = ok(await ai.get(`/tickets/ai/status?organizationId=${owner.orgId}&conversationId=${conversationId}`), 200);
+    expect(res.contactId).to.equal(null);
+    expect(res.tickets.map((x: any) => x.id)).to.deep.equal([withRequester.id, plain.id]);
+  });
+
+  it('says what is missing: the conversation, or the organization of a call with a key', async () => {
+    const t = await createTicket(owner);
+    const status = await ai.get(`/tickets/ai/status?organizationId=${owner.orgId}&conversationId=${randomUUID()}`);
+    expectError(status, 404, 'not_found');
+    expect(status.body.message).to.equal('Conversation not found');
+    const update = await ai.patch(`/tickets/ai/${t.id}`, { organizationId: randomUUID(), idempotencyKey: randomUUID(), priority: 'low' });
+    expectError(update, 404, 'not_found');
+    expect(update.body.message).to.equal('Organization not found');
   });
 });
