@@ -2,6 +2,7 @@
 // other 4xx are final, the last attempt fails the delivery for good, 50 failures in a row disable the hook, a hook
 // disabled meanwhile gets nothing but a test, the answer is kept cut and without NUL, the request's headers, and an
 // unreadable secret is not retried.
+import { createDecipheriv, createHmac } from 'node:crypto';
 import { expect } from 'chai';
 import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -226,6 +227,27 @@ describe('webhooks: delivery rules', function () {
     expect(r!.json).to.include({ type: 'contact.created', organizationId: owner.orgId });
     expect(r!.json.createdAt).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
     expect(r!.json.data.contact.name).to.equal('Zoë Ærøskøbing');
+  });
+
+  it('keeps a secret sealed under a key derived from the refresh secret for this one purpose, and opens only that format', async () => {
+    // What a secret saved by an earlier release depends on: AES-256-GCM under HMAC-SHA256(refresh secret,
+    // "webhook-signing-secrets"), stored as v1.<iv>.<tag>.<ciphertext> in base64url.
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner);
+    const { secretEncrypted: sealed } = await knex()('webhooks').where({ id: hook.id }).first();
+    const [version, iv, tag, body] = String(sealed).split('.');
+    expect(version).to.equal('v1');
+    const key = createHmac('sha256', server.server.config.secrets.refresh).update('webhook-signing-secrets').digest();
+    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv!, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag!, 'base64url'));
+    expect(Buffer.concat([decipher.update(Buffer.from(body!, 'base64url')), decipher.final()]).toString('utf8')).to.equal(hook.secret);
+    // The same sealed secret under another format's name is not read as this one.
+    await knex()('webhooks').where({ id: hook.id }).update({ secret_encrypted: ['v2', iv, tag, body].join('.') });
+    await contact(owner);
+    const { delivery } = await run(hook.id);
+    expect(delivery).to.include({ status: 'failed', attempts: 1 });
+    expect(delivery.lastError).to.match(/signing secret cannot be read/);
+    expect(receiver.received).to.have.length(0);
   });
 
   it('gives up at once on a secret that cannot be read, and sends nothing', async () => {
