@@ -239,6 +239,22 @@ describe('auth: remembered callers', () => {
     }
   });
 
+  it('an availability chosen in one organization leaves the one remembered for another organization of the same person', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const colleague = await addMember(server, owner, 'agent');
+    const watcher = await connectOk(baseUrl, owner.orgId, colleague.accessToken);
+    try {
+      const created = expectApiSuccess(await owner.api.post('/organizations', { name: 'Second desk' }, { token: owner.accessToken }), 201);
+      const second = expectApiSuccess(await owner.api.post(`/organizations/${created.id}/switch`, undefined, { token: owner.accessToken }), 200);
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, owner.userId, owner.accessToken)).to.equal('online');
+      expect(expectApiSuccess(await owner.api.patch('/agent/status', { status: 'busy' }, { token: second.accessToken }), 200)).to.include({ availability: 'busy' });
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, owner.userId, owner.accessToken)).to.equal('online');
+    } finally {
+      watcher.close();
+    }
+  });
+
   describe('across instances (PostgreSQL)', function () {
     let a: TestServer;
     let b: TestServer;
