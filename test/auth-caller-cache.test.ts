@@ -122,6 +122,30 @@ describe('auth: remembered callers', () => {
     }
   });
 
+  it('a lookup that a revocation overtakes answers what it read, and is not remembered', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent');
+    const actors = server.services.actors;
+    const { operator } = actors;
+    let reads = 0;
+    // The agent's first request reads an accepted membership; the agent is suspended before that answer is used.
+    actors.operator = async function (token) {
+      if (token !== agent.accessToken) return operator.call(this, token);
+      reads += 1;
+      const actor = await operator.call(this, token);
+      if (reads === 1) expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+      return actor;
+    };
+    try {
+      expectApiSuccess(await agent.api.get('/contacts', { token: agent.accessToken }), 200);
+      expectApiError(await agent.api.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
+      expect(reads).to.equal(2);
+    } finally {
+      Object.assign(actors, { operator });
+    }
+  });
+
   it('never answers from memory past the token\'s expiry', async () => {
     const { server, baseUrl } = sharedServer();
     const owner = await signUp(server, baseUrl);
@@ -215,6 +239,22 @@ describe('auth: remembered callers', () => {
     }
   });
 
+  it('an availability chosen in one organization leaves the one remembered for another organization of the same person', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const colleague = await addMember(server, owner, 'agent');
+    const watcher = await connectOk(baseUrl, owner.orgId, colleague.accessToken);
+    try {
+      const created = expectApiSuccess(await owner.api.post('/organizations', { name: 'Second desk' }, { token: owner.accessToken }), 201);
+      const second = expectApiSuccess(await owner.api.post(`/organizations/${created.id}/switch`, undefined, { token: owner.accessToken }), 200);
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, owner.userId, owner.accessToken)).to.equal('online');
+      expect(expectApiSuccess(await owner.api.patch('/agent/status', { status: 'busy' }, { token: second.accessToken }), 200)).to.include({ availability: 'busy' });
+      expect(await statusOnConnect(watcher, baseUrl, owner.orgId, owner.userId, owner.accessToken)).to.equal('online');
+    } finally {
+      watcher.close();
+    }
+  });
+
   describe('across instances (PostgreSQL)', function () {
     let a: TestServer;
     let b: TestServer;
@@ -299,6 +339,20 @@ describe('auth: remembered callers', () => {
       await warm(onB, agent.accessToken);
       expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
       await refusedWithin(250, () => onB.get('/contacts', { token: agent.accessToken }), 403);
+      expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
+    });
+
+    it('forgets what it remembered when it stops listening: a suspension made meanwhile is refused once it listens again', async () => {
+      const owner = await signUp(a.server, a.baseUrl);
+      const agent = await addMember(a.server, owner, 'agent');
+      const onB = new Api(b.baseUrl);
+      await warm(onB, agent.accessToken);
+      await a.server.db.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen caller_revoked%' and pid <> pg_backend_pid()`);
+      await waitFor(() => !b.server.services.callers.live, { what: 'B to notice it no longer hears revocations' });
+      // Made while B cannot hear it.
+      expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+      await waitFor(() => a.server.services.callers.live && b.server.services.callers.live, { timeoutMs: 10_000, what: 'both instances to listen again' });
+      expectApiError(await onB.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
       expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
     });
 

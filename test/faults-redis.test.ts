@@ -220,6 +220,18 @@ describe('Redis outage between two instances', function () {
     const visitorOnB = await connectOk(b.baseUrl, owner.orgId, visitor.token);
     sockets.push(visitorOnB);
     const { conversationId } = await startConversation(visitor);
+    // Held on B through the outage: the owner's own session and a bot whose key stays live must keep their sockets;
+    // the agent suspended and the key revoked through A meanwhile must lose theirs once the link is back.
+    const keys: { id: string; token: string }[] = [];
+    for (const name of ['Revoked bot', 'Live bot']) {
+      const created = await owner.api.post('/api-keys', { name, scopes: ['conversations:read'] }, { token: owner.accessToken });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      keys.push({ id: created.body.data.apiKey.id as string, token: created.body.data.token as string });
+    }
+    const [revokedBotOnB, liveBotOnB, ownerOnB, agentSocketOnB] = await Promise.all(
+      [keys[0]!.token, keys[1]!.token, owner.accessToken, agent.accessToken].map((token) => connectOk(b.baseUrl, owner.orgId, token)),
+    );
+    sockets.push(revokedBotOnB!, liveBotOnB!, ownerOnB!, agentSocketOnB!);
     const crossed = nextEvent(agentOnA, 'new_message', (p) => p.message.content === 'before');
     expect((await request(visitorOnB, 'send_message', { conversationId, content: 'before', clientMessageId: 'm-before' })).success).to.equal(true);
     await crossed;
@@ -251,11 +263,17 @@ describe('Redis outage between two instances', function () {
     expect(suspended.status).to.equal(200);
     await waitFor(async () => (await refusal(b.baseUrl, owner.orgId, agent.accessToken)) === 'forbidden', { timeoutMs: 2_000, what: 'B to refuse the suspended member' });
     expect((await onB.get('/contacts', { token: agent.accessToken })).status).to.equal(403);
+    expect((await owner.api.delete(`/api-keys/${keys[0]!.id}`, { token: owner.accessToken })).status).to.equal(200);
+    // Nothing told B's sockets yet: the disconnects travel through Redis.
+    expect([revokedBotOnB!.connected, agentSocketOnB!.connected]).to.deep.equal([true, true]);
 
     await redis.start();
     await waitFor(() => a.server.redis?.isUp && b.server.redis?.isUp, { timeoutMs: 15_000, what: 'both links back' });
     // The logout made during the outage reaches B's socket once the link is back.
     await disconnected(otherSession, 10_000);
+    // B checks its agent and bot sockets against the database: the suspended member and the revoked key go.
+    await disconnected(agentSocketOnB!, 10_000);
+    await disconnected(revokedBotOnB!, 10_000);
     // Fan-out resumes by itself: a message through B reaches the agent on A again.
     const again = nextEvent(agentOnA, 'new_message', (p) => p.message.content === 'after', 10_000);
     const late = collect(agentOnA, 'new_message');
@@ -274,5 +292,7 @@ describe('Redis outage between two instances', function () {
     const seqs = stored.body.data.messages.map((m: any) => m.seq);
     expect(seqs).to.deep.equal(seqs.map((_: number, i: number) => i + 1));
     expect(rejections.reasons, 'unhandled rejections').to.be.empty;
+    // A live session with an accepted membership, and a live key, kept their sockets through it all.
+    expect([ownerOnB!.connected, liveBotOnB!.connected]).to.deep.equal([true, true]);
   });
 });

@@ -134,7 +134,9 @@ describe('socket handshake admission', function () {
       for (let i = 0; i < 50; i++) expect(admission.enter(), `handshake ${i}`).to.equal(null);
       expect(admission.enter()).to.be.a('number');
       clock.now += 1_900;
-      expect(admission.enter(), 'still within the window').to.be.a('number');
+      // Still within the window: once one of the 50 is answered, another may wait in its place.
+      admission.leave();
+      expect(admission.enter(), 'still within the window').to.equal(null);
       for (let i = 0; i < 48; i++) admission.leave();
       clock.now += 2_100;
       // Every answer is older than the window: only the backlog may wait, and 2 already do.
@@ -160,6 +162,29 @@ describe('socket handshake admission', function () {
       for (let i = 0; i < 1000; i++) busy.enter();
       // The spread is capped at 15 s (and the drain at 15 s).
       expect(busy.enter()).to.equal(1000 + 15_000);
+    });
+
+    it('sends a refused client back once the queue ahead has drained at the rate it is answered', () => {
+      // Nothing answered yet: ten waiting for five seconds means two answered per second; ten drain in five seconds.
+      const { admission } = rule({ backlog: 10, maxWaitMs: 5000 }, () => 0);
+      for (let i = 0; i < 10; i++) expect(admission.enter()).to.equal(null);
+      expect(admission.enter()).to.equal(5000);
+    });
+
+    it("learns the rate on the process's own clock when given none, and forgets it once two seconds have passed", async () => {
+      const admission = new HandshakeAdmission({ backlog: 2, maxWaitMs: 1000 });
+      // 100 answered just now (one synchronous burst, well within the two-second window): 50 may wait for a second.
+      for (let i = 0; i < 100; i++) {
+        expect(admission.enter()).to.equal(null);
+        admission.leave();
+      }
+      for (let i = 0; i < 50; i++) expect(admission.enter(), `handshake ${i}`).to.equal(null);
+      expect(admission.enter()).to.be.a('number');
+      for (let i = 0; i < 50; i++) admission.leave();
+      // At least the window later (any longer is the same): only the backlog may wait again.
+      await new Promise((resolve) => setTimeout(resolve, 2_100));
+      expect([admission.enter(), admission.enter()]).to.deep.equal([null, null]);
+      expect(admission.enter()).to.be.a('number');
     });
   });
 });

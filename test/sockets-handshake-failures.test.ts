@@ -5,6 +5,7 @@
 // with the seconds to wait, like REST's 429, and logs no error: the client hit a limit, nothing failed.
 import { expect } from 'chai';
 import { io } from 'socket.io-client';
+import { ServiceUnavailable } from '../server/errors.js';
 import { signUp, type SignedUp } from './helpers/factories.js';
 import { captureLogs, type CapturedLogs } from './helpers/logs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -66,8 +67,39 @@ describe('socket handshake failures', function () {
     expect(over.message).to.equal('rate_limited');
     expect(over.data.code).to.equal('rate_limited');
     expect(over.data.retryAfter).to.be.within(1, 60);
+    // The seconds REST gives the same key a moment later: the handshake's count no more than the moment sooner.
+    const rest = await owner.api.get('/conversations', { token });
+    expect(rest.status, JSON.stringify(rest.body)).to.equal(429);
+    const restSeconds = Number(rest.headers.get('retry-after'));
+    expect(over.data.retryAfter).to.be.within(restSeconds, restSeconds + 10);
     expect(await logLine('socket refused', 'hs-rate-over1')).to.include({ level: 20, orgId: owner.orgId, kind: 'bot', reason: 'Too many requests, try again later' });
     expect(linesOf('hs-rate-over1').filter((l) => l.level >= 50)).to.deep.equal([]);
     expect(linesOf('hs-rate-ok-01').filter((l) => l.level >= 50)).to.deep.equal([]);
+  });
+
+  it('refuses as unauthorized when looking up the caller fails, logging the failure once with the request id', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    const token = await createKey(owner);
+    const actors = app.server.services.actors;
+    const { fromToken } = actors;
+    // The lookup fails for a reason of its own, as a lost database connection would (no status), or with a status
+    // that is not about the caller (503).
+    const other = await createKey(owner);
+    actors.fromToken = function (t, kind) {
+      if (t === token) return Promise.reject(new Error('connection terminated unexpectedly'));
+      if (t === other) return Promise.reject(new ServiceUnavailable('The service is starting'));
+      return fromToken.call(this, t, kind);
+    };
+    try {
+      expect(await refused(open(owner.orgId, token, 'hs-failed-001'))).to.deep.equal({ message: 'unauthorized', data: { code: 'unauthorized' } });
+      expect(await refused(open(owner.orgId, other, 'hs-failed-002'))).to.deep.equal({ message: 'unauthorized', data: { code: 'unauthorized' } });
+    } finally {
+      Object.assign(actors, { fromToken });
+    }
+    expect(await logLine('socket refused', 'hs-failed-001')).to.include({ level: 20, orgId: owner.orgId, kind: 'bot', reason: 'handshake failed' });
+    const errors = linesOf('hs-failed-001').filter((l) => l.level >= 50);
+    expect(errors.map((l) => l.msg)).to.deep.equal(['socket handshake failed']);
+    expect(errors[0]!.err).to.include({ message: 'connection terminated unexpectedly' });
+    expect(await logLine('socket refused', 'hs-failed-002')).to.include({ reason: 'handshake failed' });
   });
 });

@@ -1,0 +1,30 @@
+// The socket server's own promises that the handshake tests (all over websocket) leave open: a browser on any page
+// reaches it by long-polling too, with CORS answered for that page's origin and never with credentials (sockets
+// authenticate with a token in the handshake, not cookies), and the server does not hand out the client library.
+import { expect } from 'chai';
+import { sharedServer } from './helpers/hooks.js';
+
+describe('socket server over HTTP long-polling', () => {
+  it("answers a page's long-polling handshake with CORS for that page's origin, without credentials", async () => {
+    const { baseUrl } = sharedServer();
+    const origin = 'https://shop.example.test';
+    const res = await fetch(`${baseUrl}/socket.io/?EIO=4&transport=polling`, { headers: { origin } });
+    const body = await res.text();
+    expect(res.status, body).to.equal(200);
+    // Engine.IO's open packet: `0` and the session's parameters.
+    expect(body).to.match(/^0\{"sid":"/);
+    expect(res.headers.get('access-control-allow-origin')).to.equal(origin);
+    expect(res.headers.get('access-control-allow-credentials')).to.equal(null);
+  });
+
+  it('does not serve the socket.io client library', async () => {
+    const { baseUrl } = sharedServer();
+    for (const file of ['socket.io.js', 'socket.io.min.js']) {
+      const res = await fetch(`${baseUrl}/socket.io/${file}`);
+      const body = await res.text();
+      expect(res.status, file).to.not.equal(200);
+      expect(res.headers.get('content-type') ?? '', file).to.not.match(/javascript/);
+      expect(body, file).to.not.match(/\bio\b.*function|Socket\.IO/);
+    }
+  });
+});
