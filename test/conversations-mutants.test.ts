@@ -1,5 +1,6 @@
 // The inbox's promises that the broader conversation tests leave open: a status set to the one it already has, and
-// a read mark on a conversation already read, change nothing and announce nothing (and a missing one is a 404); a new conversation is announced
+// a read mark on a conversation already read, change nothing and announce nothing (and a missing one is a 404, for a
+// status change, an edit or a contact link alike); a linked contact counts it as its latest activity; a new conversation is announced
 // to accepted members only, titled by the visitor's name when there is one; the first resolution (what the
 // analytics count as resolved, and resolved by the AI alone) is the first one only, and an agent who joined live
 // makes it no AI resolution; a status change records conversation.updated, and a resolution conversation.resolved too,
@@ -47,11 +48,28 @@ describe('conversations: changes that change nothing', () => {
     }
   });
 
-  it('a status change of a conversation that does not exist answers 404 "Conversation not found"', async () => {
-    const res = await owner.api.patch(`/conversations/${randomUUID()}/status`, { status: 'resolved' }, t());
-    expect(res.status).to.equal(404);
-    expect(res.body.error.code).to.equal('not_found');
-    expect(res.body.message).to.equal('Conversation not found');
+  it('a status change, an edit or a contact link of a conversation that does not exist answers 404 "Conversation not found"', async () => {
+    const id = randomUUID();
+    for (const res of [
+      await owner.api.patch(`/conversations/${id}/status`, { status: 'resolved' }, t()),
+      await owner.api.patch(`/conversations/${id}`, { priority: 'high' }, t()),
+      await owner.api.post(`/conversations/${id}/contact`, { email: 'nobody@example.test' }, t()),
+    ]) {
+      expect(res.status).to.equal(404);
+      expect(res.body.error.code).to.equal('not_found');
+      expect(res.body.message).to.equal('Conversation not found');
+    }
+  });
+
+  it("linking a contact counts as the contact's latest activity", async () => {
+    const created = expectApiSuccess(await owner.api.post('/contacts', { name: 'Quiet Contact', email: 'quiet@example.test' }, t()), 201);
+    const { conversationId } = await startConversation(await newVisitor(owner));
+    const before = expectApiSuccess(await owner.api.get(`/contacts/${created.id}`, t()), 200).lastActivityAt as string | null;
+    const start = Date.now();
+    expectApiSuccess(await owner.api.post(`/conversations/${conversationId}/contact`, { contactId: created.id }, t()), 200);
+    const after = expectApiSuccess(await owner.api.get(`/contacts/${created.id}`, t()), 200).lastActivityAt as string | null;
+    expect(after).to.be.a('string').and.not.equal(before);
+    expect(Date.parse(after!)).to.be.at.least(start - 1000);
   });
 
   it('marking a conversation read when nothing is unread leaves it as it was', async () => {
@@ -195,5 +213,8 @@ describe('conversations: the webhooks of a change', function () {
     expect(await recorded()).to.deep.equal([edit, link]);
     expectApiSuccess(await owner.api.post(`/conversations/${conversationId}/contact`, { contactId: null }, t), 200);
     expect(await recorded()).to.deep.equal([edit, link, { ...link, contactId: null }]);
+    // Tags alone: only the tags changed (the priority, not sent, is not one of the changes).
+    expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}`, { tags: ['vip', 'billing'] }, t), 200);
+    expect((await recorded()).at(-1)).to.deep.equal({ ...edit, changes: ['tags'], tags: ['vip', 'billing'] });
   });
 });
