@@ -1,6 +1,6 @@
 // The inbox's promises that the broader conversation tests leave open: a status set to the one it already has, and
-// a read mark on a conversation already read, change nothing and announce nothing (and a missing one is a 404, for a
-// status change, an edit or a contact link alike); a linked contact counts it as its latest activity; a new conversation is announced
+// a read mark on a conversation already read, change nothing and announce nothing (and a missing one is a 404 in the
+// same words for a read, a status change, an edit, a read mark or a contact link); a linked contact counts it as its latest activity; a new conversation is announced
 // to accepted members only, titled by the visitor's name when there is one; the first resolution (what the
 // analytics count as resolved, and resolved by the AI alone) is the first one only, and an agent who joined live
 // makes it no AI resolution; a status change records conversation.updated, and a resolution conversation.resolved too,
@@ -48,9 +48,12 @@ describe('conversations: changes that change nothing', () => {
     }
   });
 
-  it('a status change, an edit or a contact link of a conversation that does not exist answers 404 "Conversation not found"', async () => {
+  it('a read, a status change, an edit, a read mark or a contact link of a conversation that does not exist answers 404 "Conversation not found"', async () => {
     const id = randomUUID();
     for (const res of [
+      await owner.api.get(`/conversations/${id}`, t()),
+      await owner.api.get(`/conversations/${id}/messages`, t()),
+      await owner.api.post(`/conversations/${id}/read`, {}, t()),
       await owner.api.patch(`/conversations/${id}/status`, { status: 'resolved' }, t()),
       await owner.api.patch(`/conversations/${id}`, { priority: 'high' }, t()),
       await owner.api.post(`/conversations/${id}/contact`, { email: 'nobody@example.test' }, t()),
