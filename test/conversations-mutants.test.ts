@@ -1,8 +1,11 @@
 // The inbox's promises that the broader conversation tests leave open: a status set to the one it already has, and
-// a read mark on a conversation already read, change nothing and announce nothing (and a missing one is a 404); a new conversation is announced
+// a read mark on a conversation already read, change nothing and announce nothing (and a missing one is a 404 in the
+// same words for a read, a status change, an edit, a read mark or a contact link); a linked contact counts it as its latest activity; a new conversation is announced
 // to accepted members only, titled by the visitor's name when there is one; the first resolution (what the
 // analytics count as resolved, and resolved by the AI alone) is the first one only, and an agent who joined live
-// makes it no AI resolution; a status change records conversation.updated, and a resolution conversation.resolved too.
+// makes it no AI resolution; a status change records conversation.updated, and a resolution conversation.resolved too,
+// as an edit or a contact link records conversation.updated with the fields it changed; the inbox's search reads the
+// visitor's email as well as the name, subject and messages.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { expectApiSuccess } from './helpers/auth.js';
@@ -45,11 +48,31 @@ describe('conversations: changes that change nothing', () => {
     }
   });
 
-  it('a status change of a conversation that does not exist answers 404 "Conversation not found"', async () => {
-    const res = await owner.api.patch(`/conversations/${randomUUID()}/status`, { status: 'resolved' }, t());
-    expect(res.status).to.equal(404);
-    expect(res.body.error.code).to.equal('not_found');
-    expect(res.body.message).to.equal('Conversation not found');
+  it('a read, a status change, an edit, a read mark or a contact link of a conversation that does not exist answers 404 "Conversation not found"', async () => {
+    const id = randomUUID();
+    for (const res of [
+      await owner.api.get(`/conversations/${id}`, t()),
+      await owner.api.get(`/conversations/${id}/messages`, t()),
+      await owner.api.post(`/conversations/${id}/read`, {}, t()),
+      await owner.api.patch(`/conversations/${id}/status`, { status: 'resolved' }, t()),
+      await owner.api.patch(`/conversations/${id}`, { priority: 'high' }, t()),
+      await owner.api.post(`/conversations/${id}/contact`, { email: 'nobody@example.test' }, t()),
+    ]) {
+      expect(res.status).to.equal(404);
+      expect(res.body.error.code).to.equal('not_found');
+      expect(res.body.message).to.equal('Conversation not found');
+    }
+  });
+
+  it("linking a contact counts as the contact's latest activity", async () => {
+    const created = expectApiSuccess(await owner.api.post('/contacts', { name: 'Quiet Contact', email: 'quiet@example.test' }, t()), 201);
+    const { conversationId } = await startConversation(await newVisitor(owner));
+    const before = expectApiSuccess(await owner.api.get(`/contacts/${created.id}`, t()), 200).lastActivityAt as string | null;
+    const start = Date.now();
+    expectApiSuccess(await owner.api.post(`/conversations/${conversationId}/contact`, { contactId: created.id }, t()), 200);
+    const after = expectApiSuccess(await owner.api.get(`/contacts/${created.id}`, t()), 200).lastActivityAt as string | null;
+    expect(after).to.be.a('string').and.not.equal(before);
+    expect(Date.parse(after!)).to.be.at.least(start - 1000);
   });
 
   it('marking a conversation read when nothing is unread leaves it as it was', async () => {
@@ -122,7 +145,20 @@ describe('conversations: the first resolution', () => {
   });
 });
 
-describe('conversations: the webhooks of a status change', function () {
+describe('conversations: search', () => {
+  it("finds a conversation by its visitor's email, in any case, in the caller's organization only", async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const other = await signUp(server, baseUrl);
+    await startConversation(await newVisitor(other, { name: 'Olga Other', email: 'olga.findme@example.test' }), 'hello');
+    const { conversationId } = await startConversation(await newVisitor(owner, { name: 'Olga Owner', email: 'olga.findme@example.test' }), 'hello');
+    await startConversation(await newVisitor(owner, { name: 'Vera Visitor', email: 'vera@example.test' }), 'hello');
+    const found = expectApiSuccess(await owner.api.get('/conversations?q=FINDME', { token: owner.accessToken }), 200);
+    expect(found.map((c: any) => c.id)).to.deep.equal([conversationId]);
+  });
+});
+
+describe('conversations: the webhooks of a change', function () {
   this.timeout(60_000);
   let server: TestServer;
   before(async () => {
@@ -151,5 +187,37 @@ describe('conversations: the webhooks of a status change', function () {
       { type: 'conversation.updated', id: conversationId, status: 'resolved' },
       { type: 'conversation.resolved', id: conversationId, status: 'resolved' },
     ]);
+  });
+
+  it('records conversation.updated with the fields an edit or a contact link changed; an edit that changes nothing records nothing', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    expectApiSuccess(await owner.api.post('/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['conversation.updated'] }, t), 201);
+    const { conversationId } = await startConversation(await newVisitor(owner));
+    const recorded = async () =>
+      (await server.server.db.knex('webhook_deliveries').where({ organization_id: owner.orgId }).orderBy('created_at').select('event_type', 'payload')).map((d: any) => ({
+        type: d.eventType ?? d.event_type,
+        changes: d.payload.changes,
+        id: d.payload.conversation?.id,
+        priority: d.payload.conversation?.priority,
+        tags: d.payload.conversation?.tags,
+        contactId: d.payload.conversation?.contactId,
+      }));
+    expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}`, { priority: 'high', tags: [' VIP ', 'vip'] }, t), 200);
+    const edit = { type: 'conversation.updated', changes: ['priority', 'tags'], id: conversationId, priority: 'high', tags: ['vip'], contactId: null };
+    expect(await recorded()).to.deep.equal([edit]);
+    // The same values again: nothing changed, nothing recorded.
+    expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}`, { priority: 'high', tags: ['vip'] }, t), 200);
+    expect(await recorded()).to.deep.equal([edit]);
+
+    const linked = expectApiSuccess(await owner.api.post(`/conversations/${conversationId}/contact`, { name: 'Carla Contact', email: 'carla@example.test' }, t), 200);
+    const link = { type: 'conversation.updated', changes: ['contactId'], id: conversationId, priority: 'high', tags: ['vip'], contactId: linked.contactId };
+    expect(linked.contactId).to.be.a('string');
+    expect(await recorded()).to.deep.equal([edit, link]);
+    expectApiSuccess(await owner.api.post(`/conversations/${conversationId}/contact`, { contactId: null }, t), 200);
+    expect(await recorded()).to.deep.equal([edit, link, { ...link, contactId: null }]);
+    // Tags alone: only the tags changed (the priority, not sent, is not one of the changes).
+    expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}`, { tags: ['vip', 'billing'] }, t), 200);
+    expect((await recorded()).at(-1)).to.deep.equal({ ...edit, changes: ['tags'], tags: ['vip', 'billing'] });
   });
 });

@@ -66,6 +66,8 @@ describe('socket sync, many at once', function () {
     for (const [i, ask] of asks.entries()) {
       if (ask.expect === 'not_found') {
         expectAckError(acks[i]!, 'not_found');
+        // The same words as the page read's 404.
+        expect(acks[i]!.error!.message, `sync ${i}`).to.equal('Conversation not found');
         continue;
       }
       const { messages, hasMore } = ackData(acks[i]!);
