@@ -1,0 +1,132 @@
+// The contact a conversation is linked to by its fields (find-or-create: by email, else a phone with no other email
+// on record, else a new contact; only empty fields are filled, a phone someone else holds is left out), the AI
+// service's seek (email before phone before name; of several with one name, the most recently active), and what a
+// changed email does to its verification.
+import { expect } from 'chai';
+import { sharedServer } from './helpers/hooks.js';
+import { uniqueEmail } from './helpers/factories.js';
+import { Api } from './helpers/http.js';
+import { newVisitor, startConversation } from './helpers/live.js';
+import { TEST_AI_SECRET } from './helpers/server.js';
+import { expectError } from './helpers/tenancy.js';
+import { as, contactsTenant, createContact, ok, type ContactsTenant } from './helpers/contacts.js';
+
+let phoneSeq = 0;
+/** A phone number of its own per call (German mobile numbers: +49 151 then 8 digits). */
+const uniquePhone = () => `+49151${String(Date.now() % 1e6).padStart(6, '0')}${String(phoneSeq++ % 100).padStart(2, '0')}`;
+
+describe('Contacts: a conversation linked by its fields', () => {
+  let t: ContactsTenant;
+  const knex = () => sharedServer().server.db.knex;
+  before(async () => {
+    t = await contactsTenant();
+  });
+
+  const link = async (body: Record<string, unknown>) => {
+    const { conversationId } = await startConversation(await newVisitor(t.owner));
+    return ok(await as(t.agent).post(`/conversations/${conversationId}/contact`, body), 200);
+  };
+  const contact = async (id: string) => ok(await as(t.agent).get(`/contacts/${id}`), 200);
+  const countContacts = async () => Number((await knex()('contacts').where({ organization_id: t.owner.orgId }).count({ n: '*' }))[0]!.n);
+
+  it('by email: fills only the empty fields, never overwrites a recorded name', async () => {
+    const email = uniqueEmail('fill');
+    const c = await createContact(t.agent, { email, name: 'Recorded Name' });
+    const linked = await link({ email, name: 'Other Name', company: 'FillCo' });
+    expect(linked.contactId).to.equal(c.id);
+    expect(await contact(c.id)).to.include({ name: 'Recorded Name', company: 'FillCo', email });
+    const named = await createContact(t.agent, { email: uniqueEmail('fill2'), company: 'Kept Co' });
+    await link({ email: named.email, name: 'Now Named', company: 'Other Co' });
+    expect(await contact(named.id)).to.include({ name: 'Now Named', company: 'Kept Co' });
+  });
+
+  it('by email: a phone another contact holds is left out rather than failing the link', async () => {
+    const phone = uniquePhone();
+    const holder = await createContact(t.agent, { name: 'Holder', phone });
+    const c = await createContact(t.agent, { email: uniqueEmail('nophone') });
+    const linked = await link({ email: c.email, phone });
+    expect(linked.contactId).to.equal(c.id);
+    expect((await contact(c.id)).phone).to.equal(null);
+    expect((await contact(holder.id)).phone).to.equal(phone);
+  });
+
+  it('by phone: the holder without an email is the same person and gains the email and the empty name', async () => {
+    const phone = uniquePhone();
+    const c = await createContact(t.agent, { phone, company: 'PhoneCo' });
+    const email = uniqueEmail('byphone');
+    const linked = await link({ phone: phone.replace('+49151', '+49 151 '), email, name: 'Phone Person', company: 'Other' });
+    expect(linked.contactId).to.equal(c.id);
+    expect(await contact(c.id)).to.include({ email, name: 'Phone Person', company: 'PhoneCo', phone });
+    // A phone alone finds its holder even when that one has an email.
+    const again = await link({ phone });
+    expect(again.contactId).to.equal(c.id);
+  });
+
+  it('a new email with a phone held under another email is a new contact, without the phone', async () => {
+    const phone = uniquePhone();
+    const holder = await createContact(t.agent, { phone, email: uniqueEmail('holder') });
+    const before = await countContacts();
+    const email = uniqueEmail('newcomer');
+    const linked = await link({ email, phone, name: 'Newcomer' });
+    expect(linked.contactId).to.not.equal(holder.id);
+    expect(await countContacts()).to.equal(before + 1);
+    expect(await contact(linked.contactId)).to.include({ email, phone: null, name: 'Newcomer' });
+    expect(await contact(holder.id)).to.include({ phone, email: holder.email });
+  });
+
+  it('nothing known: a new contact with the fields given (normalized)', async () => {
+    const email = uniqueEmail('fresh');
+    const linked = await link({ email: email.toUpperCase(), name: '  Fresh  ', company: 'FreshCo' });
+    expect(await contact(linked.contactId)).to.include({ email, name: 'Fresh', company: 'FreshCo' });
+  });
+});
+
+describe('Contacts: seek by the AI service', () => {
+  let t: ContactsTenant;
+  const knex = () => sharedServer().server.db.knex;
+  const seek = async (query: string) => ok(await new Api(sharedServer().baseUrl).get(`/contacts/ai/seek?organizationId=${t.owner.orgId}&${query}`, { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } }), 200);
+  before(async () => {
+    t = await contactsTenant();
+  });
+
+  it('email is tried before phone, and phone before name', async () => {
+    const byEmail = await createContact(t.agent, { name: 'Seek Order', email: uniqueEmail('order') });
+    const byPhone = await createContact(t.agent, { name: 'Seek Order Phone', phone: uniquePhone() });
+    const q = (o: Record<string, string>) => new URLSearchParams(o).toString();
+    expect((await seek(q({ email: byEmail.email, phone: byPhone.phone, name: 'Seek Order Phone' }))).contact.id).to.equal(byEmail.id);
+    expect((await seek(q({ phone: byPhone.phone, name: 'Seek Order' }))).contact.id).to.equal(byPhone.id);
+    // An unknown email is not found, whatever phone comes with it.
+    expect((await seek(q({ email: uniqueEmail('none'), phone: byPhone.phone }))).found).to.equal(false);
+    expect((await seek(q({ name: '  seek ORDER ' }))).contact.id).to.equal(byEmail.id);
+    expectError(await new Api(sharedServer().baseUrl).get(`/contacts/ai/seek?organizationId=${t.owner.orgId}&name=%20%20`, { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } }), 400, 'validation_failed');
+  });
+
+  it('of several contacts with one name, the most recently active; with its identities', async () => {
+    const name = `Twin ${Date.now()}`;
+    const [a, b, c] = [await createContact(t.agent, { name }), await createContact(t.agent, { name, identities: [{ channel: 'telegram', externalId: `tw-${Date.now()}` }] }), await createContact(t.agent, { name })];
+    await knex()('contacts').where({ id: a.id }).update({ last_activity_at: new Date('2026-01-01T00:00:00Z') });
+    await knex()('contacts').where({ id: b.id }).update({ last_activity_at: new Date('2026-03-01T00:00:00Z') });
+    await knex()('contacts').where({ id: c.id }).update({ last_activity_at: new Date('2026-02-01T00:00:00Z') });
+    const found = (await seek(`name=${encodeURIComponent(name)}`)).contact;
+    expect(found.id).to.equal(b.id);
+    expect(found.identities).to.have.length(1);
+  });
+});
+
+describe('Contacts: a changed email is no longer verified', () => {
+  let t: ContactsTenant;
+  const knex = () => sharedServer().server.db.knex;
+  before(async () => {
+    t = await contactsTenant();
+  });
+
+  it('a new email clears the verification; the same email (any case) or another field keeps it', async () => {
+    const verified = new Date('2026-01-02T03:04:05.000Z');
+    const c = await createContact(t.agent, { name: 'Verified', email: uniqueEmail('verified') });
+    await knex()('contacts').where({ id: c.id }).update({ email_verified_at: verified });
+    const same = ok(await as(t.agent).patch(`/contacts/${c.id}`, { email: c.email.toUpperCase(), name: 'Still Verified' }), 200);
+    expect(same).to.include({ email: c.email, emailVerifiedAt: verified.toISOString(), name: 'Still Verified' });
+    const changed = ok(await as(t.agent).patch(`/contacts/${c.id}`, { email: uniqueEmail('changed') }), 200);
+    expect(changed.emailVerifiedAt).to.equal(null);
+  });
+});
