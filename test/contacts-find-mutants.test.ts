@@ -9,6 +9,9 @@ import { Api } from './helpers/http.js';
 import { newVisitor, startConversation } from './helpers/live.js';
 import { TEST_AI_SECRET } from './helpers/server.js';
 import { expectError } from './helpers/tenancy.js';
+import { closeAfterEach } from './helpers/socket-acks.js';
+import { connectOk, nextEvent } from './helpers/sockets.js';
+import { randomUUID } from 'node:crypto';
 import { as, contactsTenant, createContact, ok, type ContactsTenant } from './helpers/contacts.js';
 
 let phoneSeq = 0;
@@ -128,5 +131,62 @@ describe('Contacts: a changed email is no longer verified', () => {
     expect(same).to.include({ email: c.email, emailVerifiedAt: verified.toISOString(), name: 'Still Verified' });
     const changed = ok(await as(t.agent).patch(`/contacts/${c.id}`, { email: uniqueEmail('changed') }), 200);
     expect(changed.emailVerifiedAt).to.equal(null);
+  });
+});
+
+describe('Contacts: what a contact shows of its history, and unknown ids', () => {
+  let t: ContactsTenant;
+  const knex = () => sharedServer().server.db.knex;
+  before(async () => {
+    t = await contactsTenant();
+  });
+
+  it('mergedFrom lists the latest merge first', async () => {
+    const [a, b, c] = [await createContact(t.agent, { name: 'First In' }), await createContact(t.agent, { name: 'Second In' }), await createContact(t.agent, { name: 'Keeper' })];
+    ok(await as(t.agent).post(`/contacts/${c.id}/merge`, { sourceContactId: a.id }), 200);
+    await knex()('contact_merges').where({ source_contact_id: a.id }).update({ created_at: new Date('2026-01-01T00:00:00Z') });
+    const survivor = ok(await as(t.agent).post(`/contacts/${c.id}/merge`, { sourceContactId: b.id }), 200);
+    expect(survivor.mergedFrom.map((m: any) => m.contactId)).to.deep.equal([b.id, a.id]);
+    expect(ok(await as(t.agent).get(`/contacts/${c.id}`), 200).mergedFrom.map((m: any) => m.contactId)).to.deep.equal([b.id, a.id]);
+  });
+
+  it('identities are listed oldest first; an external id is stored trimmed', async () => {
+    const c = await createContact(t.agent, { name: 'Two Ways', identities: [{ channel: 'telegram', externalId: `  tg-${randomUUID()}  ` }, { channel: 'whatsapp', externalId: `wa-${randomUUID()}` }] });
+    expect(c.identities[0].externalId).to.match(/^tg-[0-9a-f-]+$/);
+    // The later-written row made the older one: the order follows the time, not the table.
+    await knex()('contact_identities').where({ contact_id: c.id, channel: 'whatsapp' }).update({ created_at: new Date('2026-01-01T00:00:00Z') });
+    expect(ok(await as(t.agent).get(`/contacts/${c.id}`), 200).identities.map((i: any) => i.channel)).to.deep.equal(['whatsapp', 'telegram']);
+  });
+
+  it('linking a conversation to an id that is no contact (and was none) is 404', async () => {
+    const { conversationId } = await startConversation(await newVisitor(t.owner));
+    expectError(await as(t.agent).post(`/conversations/${conversationId}/contact`, { contactId: randomUUID() }), 404, 'not_found');
+    expect(ok(await as(t.agent).get(`/conversations/${conversationId}`), 200).contactId).to.equal(null);
+  });
+});
+
+describe('Contacts: agents hear tag changes and contacts made by a link', () => {
+  const track = closeAfterEach();
+
+  it('contact_updated for an added tag, a removed tag and bulk tags; contact_created for a contact a link made', async () => {
+    const t = await contactsTenant();
+    const socket = track(await connectOk(sharedServer().baseUrl, t.owner.orgId, t.agent.accessToken));
+    const c = await createContact(t.agent, { name: 'Tag Heard' });
+    const added = nextEvent(socket, 'contact_updated', (p) => p.contact.id === c.id && p.contact.tags.includes('vip'));
+    ok(await as(t.agent).post(`/contacts/${c.id}/tags`, { tag: 'VIP' }), 200);
+    expect((await added).contact.tags).to.deep.equal(['vip']);
+    const removed = nextEvent(socket, 'contact_updated', (p) => p.contact.id === c.id && p.contact.tags.length === 0);
+    ok(await as(t.agent).delete(`/contacts/${c.id}/tags/vip`), 200);
+    await removed;
+    const bulk = nextEvent(socket, 'contact_updated', (p) => p.contact.id === c.id && p.contact.tags.includes('bulk'));
+    ok(await as(t.agent).post('/contacts/tags', { ids: [c.id], tags: ['bulk'] }), 200);
+    await bulk;
+
+    const email = uniqueEmail('made-by-link');
+    const created = nextEvent(socket, 'contact_created', (p) => p.contact.email === email);
+    const { conversationId } = await startConversation(await newVisitor(t.owner));
+    const linked = ok(await as(t.agent).post(`/conversations/${conversationId}/contact`, { email, name: 'Made By Link' }), 200);
+    expect((await created).contact.id).to.equal(linked.contactId);
+    expect(linked.contact).to.include({ id: linked.contactId, email });
   });
 });
