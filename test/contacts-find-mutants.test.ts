@@ -4,10 +4,10 @@
 // changed email does to its verification.
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
-import { uniqueEmail } from './helpers/factories.js';
+import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
+import { startTestServer, TEST_AI_SECRET, type TestServer } from './helpers/server.js';
 import { Api } from './helpers/http.js';
 import { newVisitor, startConversation } from './helpers/live.js';
-import { TEST_AI_SECRET } from './helpers/server.js';
 import { expectError } from './helpers/tenancy.js';
 import { closeAfterEach } from './helpers/socket-acks.js';
 import { connectOk, nextEvent } from './helpers/sockets.js';
@@ -188,5 +188,34 @@ describe('Contacts: agents hear tag changes and contacts made by a link', () => 
     const linked = ok(await as(t.agent).post(`/conversations/${conversationId}/contact`, { email, name: 'Made By Link' }), 200);
     expect((await created).contact.id).to.equal(linked.contactId);
     expect(linked.contact).to.include({ id: linked.contactId, email });
+  });
+});
+
+describe('Contacts: webhooks for creations, changes and merges', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let owner: SignedUp;
+  before(async () => {
+    // Private http targets are allowed on this server; nothing listens at the address, and nothing waits for a call.
+    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true' });
+    owner = await signUp(server.server, server.baseUrl);
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('contact.created, contact.updated and contact.merged are recorded with the change: the contact, the survivor and the source id', async () => {
+    const hook = ok(await owner.api.post('/webhooks', { url: 'http://127.0.0.1:9/contacts', events: ['contact.created', 'contact.updated', 'contact.merged'] }, { token: owner.accessToken }), 201).webhook;
+    const target = await createContact(owner, { name: 'Hooked' });
+    const source = await createContact(owner, { name: 'Hooked Source' });
+    ok(await as(owner).patch(`/contacts/${target.id}`, { company: 'HookCo' }), 200);
+    ok(await as(owner).post(`/contacts/${target.id}/merge`, { sourceContactId: source.id }), 200);
+    const rows = await server.server.db.knex('webhook_deliveries').where({ webhook_id: hook.id }).orderBy('created_at').select('event_type', 'payload');
+    expect(rows.map((r) => r.event_type ?? r.eventType)).to.deep.equal(['contact.created', 'contact.created', 'contact.updated', 'contact.merged']);
+    const [created, , updated, merged] = rows.map((r) => r.payload);
+    expect(created.contact).to.include({ id: target.id, name: 'Hooked' });
+    expect(updated.contact).to.include({ id: target.id, company: 'HookCo' });
+    expect(merged.contact).to.include({ id: target.id, company: 'HookCo' });
+    expect(merged.sourceContactId).to.equal(source.id);
   });
 });
