@@ -10,7 +10,7 @@ import { Api } from './helpers/http.js';
 import { newVisitor, startConversation } from './helpers/live.js';
 import { expectError } from './helpers/tenancy.js';
 import { closeAfterEach } from './helpers/socket-acks.js';
-import { connectOk, nextEvent } from './helpers/sockets.js';
+import { collect, connectOk, nextEvent } from './helpers/sockets.js';
 import { randomUUID } from 'node:crypto';
 import { as, contactsTenant, createContact, ok, type ContactsTenant } from './helpers/contacts.js';
 
@@ -77,10 +77,19 @@ describe('Contacts: a conversation linked by its fields', () => {
     expect(await contact(holder.id)).to.include({ phone, email: holder.email });
   });
 
-  it('nothing known: a new contact with the fields given (normalized)', async () => {
+  it('nothing known: a new contact with the fields given (normalized), a phone no one holds included', async () => {
     const email = uniqueEmail('fresh');
-    const linked = await link({ email: email.toUpperCase(), name: '  Fresh  ', company: 'FreshCo' });
-    expect(await contact(linked.contactId)).to.include({ email, name: 'Fresh', company: 'FreshCo' });
+    const phone = uniquePhone();
+    const linked = await link({ email: email.toUpperCase(), phone, name: '  Fresh  ', company: 'FreshCo' });
+    expect(await contact(linked.contactId)).to.include({ email, phone, name: 'Fresh', company: 'FreshCo' });
+  });
+
+  it('a ticket naming a known requester with nothing to fill leaves the contact untouched (updatedAt kept)', async () => {
+    const email = uniqueEmail('requester');
+    const c = await createContact(t.agent, { email, name: 'Known Requester', phone: uniquePhone(), company: 'ReqCo' });
+    const ticket = ok(await as(t.agent).post('/tickets', { title: 'Same person', requester: { email: email.toUpperCase(), name: 'Another Name' } }), 201);
+    expect(ticket.contactId).to.equal(c.id);
+    expect(await contact(c.id)).to.include({ updatedAt: c.updatedAt, name: 'Known Requester' });
   });
 });
 
@@ -101,7 +110,9 @@ describe('Contacts: seek by the AI service', () => {
     // An unknown email is not found, whatever phone comes with it.
     expect((await seek(q({ email: uniqueEmail('none'), phone: byPhone.phone }))).found).to.equal(false);
     expect((await seek(q({ name: '  seek ORDER ' }))).contact.id).to.equal(byEmail.id);
-    expectError(await new Api(sharedServer().baseUrl).get(`/contacts/ai/seek?organizationId=${t.owner.orgId}&name=%20%20`, { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } }), 400, 'validation_failed');
+    const blank = await new Api(sharedServer().baseUrl).get(`/contacts/ai/seek?organizationId=${t.owner.orgId}&name=%20%20`, { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } });
+    expectError(blank, 400, 'validation_failed');
+    expect(blank.body.error.details).to.deep.equal([{ field: 'query', message: 'one of email, phone, name is required' }]);
   });
 
   it('of several contacts with one name, the most recently active; with its identities', async () => {
@@ -160,7 +171,9 @@ describe('Contacts: what a contact shows of its history, and unknown ids', () =>
 
   it('linking a conversation to an id that is no contact (and was none) is 404', async () => {
     const { conversationId } = await startConversation(await newVisitor(t.owner));
-    expectError(await as(t.agent).post(`/conversations/${conversationId}/contact`, { contactId: randomUUID() }), 404, 'not_found');
+    const res = await as(t.agent).post(`/conversations/${conversationId}/contact`, { contactId: randomUUID() });
+    expectError(res, 404, 'not_found');
+    expect(res.body.message).to.equal('Contact not found');
     expect(ok(await as(t.agent).get(`/conversations/${conversationId}`), 200).contactId).to.equal(null);
   });
 });
@@ -186,8 +199,22 @@ describe('Contacts: agents hear tag changes and contacts made by a link', () => 
     const created = nextEvent(socket, 'contact_created', (p) => p.contact.email === email);
     const { conversationId } = await startConversation(await newVisitor(t.owner));
     const linked = ok(await as(t.agent).post(`/conversations/${conversationId}/contact`, { email, name: 'Made By Link' }), 200);
-    expect((await created).contact.id).to.equal(linked.contactId);
+    expect((await created).contact).to.include({ id: linked.contactId, email });
+    expect((await created).contact.identities).to.deep.equal([]);
     expect(linked.contact).to.include({ id: linked.contactId, email });
+
+    // Linking known contacts (by email, by phone) announces no contact_created: the next one heard is a new contact's.
+    const phone = uniquePhone();
+    const known = nextEvent(socket, 'contact_created', (p) => p.contact.name === 'Known By Phone');
+    await createContact(t.agent, { phone, name: 'Known By Phone' });
+    await known;
+    const heard = collect(socket, 'contact_created');
+    await startConversation(await newVisitor(t.owner)).then(({ conversationId: id }) => as(t.agent).post(`/conversations/${id}/contact`, { email }));
+    await startConversation(await newVisitor(t.owner)).then(({ conversationId: id }) => as(t.agent).post(`/conversations/${id}/contact`, { phone }));
+    const last = nextEvent(socket, 'contact_created', (p) => p.contact.name === 'Barrier');
+    await createContact(t.agent, { name: 'Barrier' });
+    await last;
+    expect(heard.map((p) => p.contact.name)).to.deep.equal(['Barrier']);
   });
 });
 
