@@ -246,3 +246,20 @@ describe('Contacts: webhooks for creations, changes and merges', function () {
     expect(merged.sourceContactId).to.equal(source.id);
   });
 });
+
+describe('Contacts: a merge moves the source\'s tickets, only those, every time', () => {
+  it('each of two merges moves its source\'s ticket; a ticket of another contact stays', async () => {
+    const t = await contactsTenant();
+    const { knex } = sharedServer().server.db;
+    const ticket = async (contactId: string) => (await as(t.agent).post('/tickets', { title: 'Merge me', contactId })).body.data.id as string;
+    const contactOf = async (id: string) => {
+      const row = await knex('tickets').where({ id }).first('contact_id');
+      return (row.contactId ?? row.contact_id) as string | null;
+    };
+    const [keeper, first, second, bystander] = [await createContact(t.agent, { name: 'Keeper' }), await createContact(t.agent, { name: 'First' }), await createContact(t.agent, { name: 'Second' }), await createContact(t.agent, { name: 'Bystander' })];
+    const [t1, t2, t3] = [await ticket(first.id), await ticket(second.id), await ticket(bystander.id)];
+    ok(await as(t.agent).post(`/contacts/${keeper.id}/merge`, { sourceContactId: first.id }), 200);
+    ok(await as(t.agent).post(`/contacts/${keeper.id}/merge`, { sourceContactId: second.id }), 200);
+    expect([await contactOf(t1), await contactOf(t2), await contactOf(t3)]).to.deep.equal([keeper.id, keeper.id, bystander.id]);
+  });
+});
