@@ -53,20 +53,24 @@ describe('Channels: Telegram and WhatsApp', function () {
     let webhookSecret: string;
     const update = (id: number, text: string) => ({ update_id: id, message: { message_id: id, from: { id: 99, first_name: 'Tom', last_name: 'Tester' }, chat: { id: 99, type: 'private' }, date: 1, text } });
 
+    let data: any;
+
+    // The channel is made here, not by the first test: every test of this file must be able to run on its own.
     before(async () => {
       owner = await signUp(test.server, test.baseUrl);
+      data = ok(await owner.api.post('/channels/telegram', { name: 'Bot', botToken: 'good-token' }, { token: owner.accessToken }), 201);
+      channelId = data.id;
+      webhookSecret = telegram.calls.filter((c) => c.path === '/botgood-token/setWebhook').at(-1)!.body.secret_token;
     });
 
     it('refuses a bot token Telegram refuses (400), and sets the webhook with a secret token for a good one', async () => {
       expectError(await owner.api.post('/channels/telegram', { name: 'Bot', botToken: 'bad-token' }, { token: owner.accessToken }), 400, 'validation_failed');
-      const data = ok(await owner.api.post('/channels/telegram', { name: 'Bot', botToken: 'good-token' }, { token: owner.accessToken }), 201);
-      channelId = data.id;
       expect(data).to.include({ type: 'telegram', status: 'active' });
       expect(data.config.botUsername).to.equal('acme_bot');
       expect(JSON.stringify(data)).not.to.contain('good-token');
-      const set = telegram.calls.find((c) => c.path === '/botgood-token/setWebhook')!;
+      const set = telegram.calls.filter((c) => c.path === '/botgood-token/setWebhook').at(-1)!;
       expect(set.body.url).to.match(new RegExp(`/api/v1/channels/telegram/inbound/${channelId}$`));
-      webhookSecret = set.body.secret_token;
+      expect(set.body.secret_token).to.equal(webhookSecret);
       expect(webhookSecret).to.have.length.greaterThan(20);
     });
 
@@ -88,8 +92,9 @@ describe('Channels: Telegram and WhatsApp', function () {
     });
 
     it('retries a reply after 500 and after 429 with Retry-After, then sends it', async () => {
+      ok(await owner.api.post(`/channels/telegram/inbound/${channelId}`, update(2001, 'Any news?'), { headers: { 'x-telegram-bot-api-secret-token': webhookSecret } }), 200);
       await quiesce(test.server);
-      const [event] = await inboundEvents(test.server, channelId);
+      const event = (await inboundEvents(test.server, channelId)).find((e) => e.providerId === '2001');
       const conversationId = event!.conversationId!;
       telegram.queue.set('/sendMessage', [
         { status: 500, body: { ok: false, description: 'Internal Server Error' } },
@@ -144,14 +149,17 @@ describe('Channels: Telegram and WhatsApp', function () {
     const webhook = (value: unknown) => JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: 'WABA', changes: [{ field: 'messages', value }] }] });
     const post = (raw: string, signature = sign(raw)) => owner.api.request('POST', `/channels/whatsapp/inbound/${channelId}`, { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
 
+    let data: any;
+
+    // The channel is made here, not by the first test: every test of this file must be able to run on its own.
     before(async () => {
       owner = await signUp(test.server, test.baseUrl);
+      data = ok(await owner.api.post('/channels/whatsapp', { name: 'WA', phoneNumberId: '1234567890', wabaId: '555', accessToken: 'wa-access-token', appSecret }, { token: owner.accessToken }), 201);
+      channelId = data.channel.id;
+      verifyToken = data.webhook.verifyToken;
     });
 
     it('starts pending and becomes active with Meta\'s handshake (a wrong verify token is 403)', async () => {
-      const data = ok(await owner.api.post('/channels/whatsapp', { name: 'WA', phoneNumberId: '1234567890', wabaId: '555', accessToken: 'wa-access-token', appSecret }, { token: owner.accessToken }), 201);
-      channelId = data.channel.id;
-      verifyToken = data.webhook.verifyToken;
       expect(data.channel.status).to.equal('pending');
       expect(JSON.stringify(data.channel)).not.to.contain('wa-access-token');
       const base = `${test.baseUrl}/api/v1/channels/whatsapp/inbound/${channelId}`;
@@ -252,7 +260,9 @@ describe('Channels: Telegram and WhatsApp', function () {
     });
 
     it('sends replies through the Graph API, follows their statuses live, and stops at the 24-hour window', async () => {
-      const [event] = await inboundEvents(test.server, channelId);
+      ok(await post(webhook({ messaging_product: 'whatsapp', contacts: [{ wa_id: '4915112345678', profile: { name: 'Wanda' } }], messages: [{ id: 'wamid.IN-REPLY', from: '4915112345678', type: 'text', text: { body: 'Noch da?' } }] })), 200);
+      await quiesce(test.server);
+      const event = (await inboundEvents(test.server, channelId)).find((e) => e.providerId === 'wamid.IN-REPLY');
       const conversationId = event!.conversationId!;
       ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Wie können wir helfen?' }, { token: owner.accessToken }), 201);
       ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'note only', private: true }, { token: owner.accessToken }), 201);
