@@ -38,13 +38,13 @@ describe('Channels: Telegram and WhatsApp', function () {
     await graph?.close();
   });
 
-  const deliveryJob = () => test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE }).orderBy('createdAt', 'desc').first();
+  const deliveryJob = (orgId: string) => test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE, organization_id: orgId }).orderBy('createdAt', 'desc').first();
   /** Makes the waiting retry due now (instead of sleeping through its delay) and runs it. */
-  const runRetryNow = async () => {
+  const runRetryNow = async (orgId: string) => {
     // Settle first: a retry the poller is still running would miss the update below and wait out its delay.
-    await quiesce(test.server);
-    await test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE, status: 'pending' }).update({ run_at: test.server.db.knex.fn.now() });
-    await quiesce(test.server);
+    await quiesce(test.server, orgId);
+    await test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE, status: 'pending', organization_id: orgId }).update({ run_at: test.server.db.knex.fn.now() });
+    await quiesce(test.server, orgId);
   };
 
   describe('Telegram', () => {
@@ -93,7 +93,7 @@ describe('Channels: Telegram and WhatsApp', function () {
 
     it('retries a reply after 500 and after 429 with Retry-After, then sends it', async () => {
       ok(await owner.api.post(`/channels/telegram/inbound/${channelId}`, update(2001, 'Any news?'), { headers: { 'x-telegram-bot-api-secret-token': webhookSecret } }), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const event = (await inboundEvents(test.server, channelId)).find((e) => e.providerId === '2001');
       const conversationId = event!.conversationId!;
       telegram.queue.set('/sendMessage', [
@@ -101,18 +101,18 @@ describe('Channels: Telegram and WhatsApp', function () {
         { status: 429, body: { ok: false, error_code: 429, description: 'Too Many Requests', parameters: { retry_after: 7 } }, headers: { 'retry-after': '7' } },
       ]);
       ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'We are on it' }, { token: owner.accessToken }), 201);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       let [delivery] = ok(await owner.api.get(`/channels/${channelId}/deliveries`, { token: owner.accessToken }), 200);
       expect(delivery).to.include({ status: 'queued', attempts: 1 });
-      let job = await deliveryJob();
+      let job = await deliveryJob(owner.orgId);
       expect(job.status).to.equal('pending');
       const wait1 = (new Date(job.runAt).getTime() - Date.now()) / 1000;
       expect(wait1).to.be.within(20, 31);
-      await runRetryNow();
-      job = await deliveryJob();
+      await runRetryNow(owner.orgId);
+      job = await deliveryJob(owner.orgId);
       const wait2 = (new Date(job.runAt).getTime() - Date.now()) / 1000;
       expect(wait2, 'Retry-After honoured').to.be.within(3, 8);
-      await runRetryNow();
+      await runRetryNow(owner.orgId);
       [delivery] = ok(await owner.api.get(`/channels/${channelId}/deliveries`, { token: owner.accessToken }), 200);
       expect(delivery).to.include({ status: 'sent', attempts: 3 });
       const sends = telegram.calls.filter((c) => c.path === '/botgood-token/sendMessage');
@@ -126,7 +126,7 @@ describe('Channels: Telegram and WhatsApp', function () {
     const channel = ok(await owner.api.post('/channels/telegram', { name: 'AI bot', botToken: 'ai-token' }, { token: owner.accessToken }), 201);
     const secretToken = telegram.calls.filter((c) => c.path === '/botai-token/setWebhook').at(-1)!.body.secret_token;
     ok(await owner.api.post(`/channels/telegram/inbound/${channel.id}`, { update_id: 5, message: { message_id: 5, chat: { id: 555 }, from: { id: 555, first_name: 'Ada' }, text: 'Hi bot' } }, { headers: { 'x-telegram-bot-api-secret-token': secretToken } }), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const [event] = await inboundEvents(test.server, channel.id);
     const ai = { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } };
     const body = { organizationId: owner.orgId, conversationId: event!.conversationId, content: 'Hello from the AI', clientMessageId: 'ai-1' };
@@ -135,7 +135,7 @@ describe('Channels: Telegram and WhatsApp', function () {
     expectError(await owner.api.post(`/channels/${channel.id}/send`, { ...body, to: '123' }, ai), 400, 'validation_failed');
     expect(ok(await owner.api.post(`/channels/${channel.id}/send`, body, ai), 201).status).to.equal('queued');
     expect((await owner.api.post(`/channels/${channel.id}/send`, body, ai)).status).to.equal(200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const sends = telegram.calls.filter((c) => c.path === '/botai-token/sendMessage');
     expect(sends.map((c) => c.body)).to.deep.equal([{ chat_id: '555', text: 'Hello from the AI' }]);
   });
@@ -177,7 +177,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       expect(await inboundEvents(test.server, channelId)).to.deep.equal([]);
       expect(ok(await post(raw), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
       expect(ok(await post(raw), 200)).to.deep.equal({ stored: 0, duplicates: 1 });
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const [event] = await inboundEvents(test.server, channelId);
       expect(event!.status).to.equal('processed');
       const conversation = await test.server.db.knex('conversations').where({ id: event!.conversationId }).first();
@@ -188,7 +188,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       const name = 'N'.repeat(300);
       const raw = webhook({ messaging_product: 'whatsapp', contacts: [{ wa_id: '4915187654321', profile: { name } }], messages: [{ id: 'wamid.LONGNAME', from: '4915187654321', type: 'text', text: { body: 'Hello with a long name' } }] });
       expect(ok(await post(raw), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const event = (await inboundEvents(test.server, channelId)).find((e) => e.conversationId && e.status === 'processed' && e.providerId === 'wamid.LONGNAME');
       expect(event, JSON.stringify(await inboundEvents(test.server, channelId))).to.not.equal(undefined);
       const conversation = await test.server.db.knex('conversations').where({ id: event!.conversationId }).first();
@@ -217,7 +217,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       } finally {
         test.server.db.knex.off('query', count);
       }
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const stored = (await inboundEvents(test.server, channelId)).filter((e) => e.providerId.startsWith('wamid.TOGETHER-'));
       expect(stored.map((e) => e.providerId).sort()).to.deep.equal([0, 1, 2, 3, 4, 5, 7].map((n) => `wamid.TOGETHER-${n}`));
       expect(stored.map((e) => e.status)).to.deep.equal(Array(7).fill('processed'));
@@ -232,7 +232,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       // A job of the earlier shape, one event by `eventId`, is still processed.
       const [legacy] = await test.server.db.knex('inbound_events').insert({ organizationId: channel.organizationId, channelId, providerId: 'wamid.TOGETHER-legacy', kind: 'message', payload: JSON.stringify(events(8)[0]!.payload) }).returning('id');
       await test.server.jobs.enqueue(INBOUND_QUEUE, { eventId: legacy.id }, { organizationId: channel.organizationId });
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       expect(await test.server.db.knex('inbound_events').where({ id: legacy.id }).first()).to.include({ status: 'processed', conversationId: conversations[0].id });
     });
 
@@ -242,7 +242,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       const burst = [0, 1, 2, 3, 4, 5, 6, 7].flatMap((n) => customers.map((from) => ({ id: `wamid.BURST-${from}-${n}`, from, type: 'text', text: { body: `${from.slice(-1)}:${n}` } })));
       const before = { ...service.batchStats };
       expect(ok(await post(webhook({ messaging_product: 'whatsapp', contacts: customers.map((wa_id) => ({ wa_id, profile: { name: `C${wa_id.slice(-1)}` } })), messages: burst })), 200)).to.deep.equal({ stored: 24, duplicates: 0 });
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       // The first message of each customer opens its conversation (a transaction); the 21 others were appended by
       // the message path's batches, a few customers' messages per statement.
       expect(service.batchStats.appended - before.appended).to.equal(21);
@@ -261,12 +261,12 @@ describe('Channels: Telegram and WhatsApp', function () {
 
     it('sends replies through the Graph API, follows their statuses live, and stops at the 24-hour window', async () => {
       ok(await post(webhook({ messaging_product: 'whatsapp', contacts: [{ wa_id: '4915112345678', profile: { name: 'Wanda' } }], messages: [{ id: 'wamid.IN-REPLY', from: '4915112345678', type: 'text', text: { body: 'Noch da?' } }] })), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const event = (await inboundEvents(test.server, channelId)).find((e) => e.providerId === 'wamid.IN-REPLY');
       const conversationId = event!.conversationId!;
       ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Wie können wir helfen?' }, { token: owner.accessToken }), 201);
       ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'note only', private: true }, { token: owner.accessToken }), 201);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       // By text: on a shared database another run's leftover job may also reach this fake.
       const sent = graph.calls.filter((c) => c.path === '/1234567890/messages' && c.body.text?.body === 'Wie können wir helfen?');
       expect(sent).to.have.length(1);
@@ -279,14 +279,14 @@ describe('Channels: Telegram and WhatsApp', function () {
       socket = await connectOk(test.baseUrl, owner.orgId, owner.accessToken);
       const live = nextEvent(socket, 'message_delivery_updated', (p) => p.delivery.id === delivery.id, 15_000);
       ok(await post(webhook({ messaging_product: 'whatsapp', statuses: [{ id: wamid, status: 'delivered', recipient_id: '4915112345678' }] })), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       expect(((await live) as any).delivery.status).to.equal('delivered');
       socket.disconnect();
       socket = null;
 
       graph.queue.set('/messages', [{ status: 400, body: { error: { code: 131047, message: 'Re-engagement message', type: 'OAuthException' } } }]);
       ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Are you still there?' }, { token: owner.accessToken }), 201);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const latest = ok(await owner.api.get(`/channels/${channelId}/deliveries?status=outside_window`, { token: owner.accessToken }), 200);
       expect(latest, JSON.stringify(ok(await owner.api.get(`/channels/${channelId}/deliveries`, { token: owner.accessToken }), 200))).to.have.length(1);
       const notifications = ok(await owner.api.get('/notifications', { token: owner.accessToken }), 200);
@@ -294,7 +294,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       // An admin may send it again (it fails again here, final at once).
       expect((await owner.api.post(`/channels/deliveries/${latest[0].id}/retry`, {}, { token: owner.accessToken })).status).to.equal(202);
       graph.queue.set('/messages', [{ status: 400, body: { error: { code: 131047, message: 'Re-engagement message' } } }]);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
     });
   });
 });
