@@ -149,6 +149,11 @@ describe('Channels: where an inbound message goes', function () {
     const answer = timeline.find((e) => e.type === 'reply' && e.actorType === 'contact')!;
     expect(answer.content).to.equal('invoice.pdf, photo.png');
     expect(answer.attachments).to.have.length(2);
+    // A refused file without text: its note alone, not the names.
+    const refused = await mail({ from, subject: `Re: [#${ticket.number}] Files by number`, text: '', attachments: [files[0]!, { fileName: 'tool.exe', mimeType: 'application/x-msdownload', content: Buffer.from('MZ binary').toString('base64') }] });
+    expect(refused).to.include({ ticketId: ticket.id });
+    const later = ok(await owner.api.get(`/tickets/${ticket.id}/events`, { token: owner.accessToken }), 200) as { type: string; actorType: string; content: string }[];
+    expect(later.filter((e) => e.type === 'reply' && e.actorType === 'contact').at(-1)!.content).to.equal('[tool.exe was not stored: application/x-msdownload is not allowed for channel_media files]');
   });
 
   it('cuts a mail longer than a message holds and a subject longer than a conversation\'s, keeping both', async () => {
