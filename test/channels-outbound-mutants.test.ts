@@ -85,6 +85,14 @@ describe('Channels: outbound deliveries', function () {
     expect(notices[0]).to.deep.include({ body: 'the channel is disabled or removed' });
     expect(notices[0]!.data).to.include({ deliveryId: delivery.id, status: 'failed' });
     expect(telegram.calls.filter((c) => c.path === `/bot${token}/sendMessage`)).to.have.length(1);
+    // Enabled again, the failed reply may be sent again, from the start.
+    ok(await owner.api.patch(`/channels/${channelId}`, { enabled: true }, { token: owner.accessToken }), 200);
+    const again = await owner.api.post(`/channels/deliveries/${delivery.id}/retry`, {}, { token: owner.accessToken });
+    expect(again.status, JSON.stringify(again.body)).to.equal(202);
+    await quiesce(test.server, owner.orgId);
+    [delivery] = await deliveries(owner, channelId);
+    expect(delivery).to.include({ status: 'sent', lastError: null });
+    expect(telegram.calls.filter((c) => c.path === `/bot${token}/sendMessage`)).to.have.length(2);
   });
 
   it('never sends an internal note, whatever wrote its delivery row, and tells nobody', async () => {
@@ -130,6 +138,14 @@ describe('Channels: outbound deliveries', function () {
     expect(late.status).to.equal('read');
     const again = await status('read', '3');
     expect(again.updatedAt.getTime()).to.equal(new Date(read.updatedAt).getTime());
+    expect(await channelFailedNotices(owner)).to.deep.equal([]);
+    // Meta reporting a sent message failed: the delivery fails and the admins hear why.
+    ok(await post({ messaging_product: 'whatsapp', statuses: [{ id: `${wamid}`, status: 'failed', recipient_id: '4915100000077', errors: [{ code: 131051, title: 'Unsupported message type' }] }] }), 200);
+    await quiesce(test.server, owner.orgId);
+    expect(await test.server.db.knex('channel_deliveries').where({ id: sent.id }).first()).to.include({ status: 'failed', lastError: '131051 Unsupported message type' });
+    const notices = await channelFailedNotices(owner);
+    expect(notices).to.have.length(1);
+    expect(notices[0]!.body).to.equal('131051 Unsupported message type');
   });
 
   describe('mail', () => {
@@ -165,6 +181,8 @@ describe('Channels: outbound deliveries', function () {
       const first = await receive({ from: customer, subject: 'Printer', text: 'It jams' });
       const ours = await answer(first.conversationId, 'Which model?', customer);
       expect(ours.parsed.inReplyTo).to.equal(first.messageId);
+      // Our Message-ID names the conversation, under MAIL_FROM's domain.
+      expect(ours.parsed.messageId).to.match(new RegExp(`^<conversation-${first.conversationId}\\.[0-9a-f]{16}@platform\\.test>$`));
       const second = await receive({ from: customer, subject: 'Re: Printer', text: 'Model 7', inReplyTo: ours.parsed.messageId! });
       expect(second.conversationId).to.equal(first.conversationId);
       const next = await answer(first.conversationId, 'Try this', customer);
