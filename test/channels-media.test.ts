@@ -149,6 +149,15 @@ describe('Channels: inbound files', function () {
       expect(host.paths).to.include('GET /files/media-photo Bearer wa-media-token');
     });
 
+    it('shows an image without caption or name as "file"', async () => {
+      host.files.set('/files/media-bare', { type: 'image/png', bytes: PNG });
+      ok(await post(media('wamid.BARE', 'image', { id: 'media-bare', mime_type: 'image/png' })), 200);
+      await quiesce(test.server);
+      const message = await messageOf(channelId, 'wamid.BARE');
+      expect(message).to.include({ type: 'image', content: 'file' });
+      expect(message.attachments).to.have.length(1);
+    });
+
     it('keeps the message with a note when the media cannot be downloaded', async () => {
       ok(await post(media('wamid.DOC404', 'document', { id: 'media-missing', mime_type: 'application/pdf', filename: 'contract.pdf' })), 200);
       await quiesce(test.server);

@@ -12,6 +12,7 @@ import { createTicket, ok } from './helpers/tickets.js';
 import { inboundEvents, postSignedMail, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
 import { fakeProvider } from './helpers/providers.js';
 import { MESSAGE_CONTENT_MAX } from '../server/limits.js';
+import { PDF, PNG } from './helpers/storage.js';
 
 describe('Channels: where an inbound message goes', function () {
   this.timeout(120_000);
@@ -37,7 +38,7 @@ describe('Channels: where an inbound message goes', function () {
   });
 
   /** Posts a mail as the JSON a mail provider sends, runs its processing and answers its stored event. */
-  const mail = async (m: { from: string; subject?: string; text: string; inReplyTo?: string; references?: string }) => {
+  const mail = async (m: { from: string; subject?: string; text: string; inReplyTo?: string; references?: string; attachments?: { fileName: string; mimeType: string; content: string }[] }) => {
     const messageId = `<${randomUUID()}@customer.test>`;
     ok(await postSignedMail(owner.api, channelId, secret, JSON.stringify({ ...m, messageId }), { contentType: 'application/json' }), 200);
     await quiesce(test.server, owner.orgId);
@@ -47,6 +48,8 @@ describe('Channels: where an inbound message goes', function () {
   };
   const messages = async (conversationId: string) =>
     ((await test.server.db.knex('messages').where({ conversationId }).orderBy('seq')) as { content: string; senderType: string }[]).map((m) => m.content);
+  const shown = async (conversationId: string) =>
+    ok(await owner.api.get(`/conversations/${conversationId}/messages`, { token: owner.accessToken }), 200) as { content: string; type: string; attachments: { fileName: string }[] }[];
   const conversation = (id: string) => test.server.db.knex('conversations').where({ id }).first();
 
   it('opens a conversation with the subject over the first mail; the sender\'s next mails join it as they are', async () => {
@@ -128,6 +131,29 @@ describe('Channels: where an inbound message goes', function () {
     expect(late.conversationId).to.not.equal(first.conversationId);
     expect(await conversation(late.conversationId!)).to.include({ status: 'open', contactId: (await conversation(first.conversationId!)).contactId });
     expect(await messages(late.conversationId!)).to.deep.equal(['Re: Threads\n\nOne more thing']);
+  });
+
+  it('shows the file names, comma-separated, for files without text joining a conversation or a ticket', async () => {
+    const files = [{ fileName: 'invoice.pdf', mimeType: 'application/pdf', content: PDF.toString('base64') }, { fileName: 'photo.png', mimeType: 'image/png', content: PNG.toString('base64') }];
+    const from = uniqueEmail('files');
+    const first = await mail({ from, subject: 'Papers', text: 'Papers follow' });
+    const joined = await mail({ from, subject: 'Re: Papers', text: '', attachments: files });
+    expect(joined.conversationId).to.equal(first.conversationId);
+    const last = (await shown(first.conversationId!)).at(-1)!;
+    expect(last).to.include({ content: 'invoice.pdf, photo.png', type: 'file' });
+    expect(last.attachments.map((a) => a.fileName)).to.deep.equal(['invoice.pdf', 'photo.png']);
+    const ticket = await createTicket(owner, { title: 'Files by number', requester: { name: 'Fi', email: from } });
+    const reply = await mail({ from, subject: `Re: [#${ticket.number}] Files by number`, text: '', attachments: files });
+    expect(reply).to.include({ ticketId: ticket.id, conversationId: null });
+    const timeline = ok(await owner.api.get(`/tickets/${ticket.id}/events`, { token: owner.accessToken }), 200) as { type: string; actorType: string; content: string; attachments: unknown[] }[];
+    const answer = timeline.find((e) => e.type === 'reply' && e.actorType === 'contact')!;
+    expect(answer.content).to.equal('invoice.pdf, photo.png');
+    expect(answer.attachments).to.have.length(2);
+    // A refused file without text: its note alone, not the names.
+    const refused = await mail({ from, subject: `Re: [#${ticket.number}] Files by number`, text: '', attachments: [files[0]!, { fileName: 'tool.exe', mimeType: 'application/x-msdownload', content: Buffer.from('MZ binary').toString('base64') }] });
+    expect(refused).to.include({ ticketId: ticket.id });
+    const later = ok(await owner.api.get(`/tickets/${ticket.id}/events`, { token: owner.accessToken }), 200) as { type: string; actorType: string; content: string }[];
+    expect(later.filter((e) => e.type === 'reply' && e.actorType === 'contact').at(-1)!.content).to.equal('[tool.exe was not stored: application/x-msdownload is not allowed for channel_media files]');
   });
 
   it('cuts a mail longer than a message holds and a subject longer than a conversation\'s, keeping both', async () => {

@@ -38,13 +38,13 @@ describe('Channels: Telegram and WhatsApp', function () {
     await graph?.close();
   });
 
-  const deliveryJob = () => test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE }).orderBy('createdAt', 'desc').first();
+  const deliveryJob = (orgId: string) => test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE, organization_id: orgId }).orderBy('createdAt', 'desc').first();
   /** Makes the waiting retry due now (instead of sleeping through its delay) and runs it. */
-  const runRetryNow = async () => {
+  const runRetryNow = async (orgId: string) => {
     // Settle first: a retry the poller is still running would miss the update below and wait out its delay.
-    await quiesce(test.server);
-    await test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE, status: 'pending' }).update({ run_at: test.server.db.knex.fn.now() });
-    await quiesce(test.server);
+    await quiesce(test.server, orgId);
+    await test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE, status: 'pending', organization_id: orgId }).update({ run_at: test.server.db.knex.fn.now() });
+    await quiesce(test.server, orgId);
   };
 
   describe('Telegram', () => {
@@ -53,20 +53,24 @@ describe('Channels: Telegram and WhatsApp', function () {
     let webhookSecret: string;
     const update = (id: number, text: string) => ({ update_id: id, message: { message_id: id, from: { id: 99, first_name: 'Tom', last_name: 'Tester' }, chat: { id: 99, type: 'private' }, date: 1, text } });
 
+    let data: any;
+
+    // The channel is made here, not by the first test: every test of this file must be able to run on its own.
     before(async () => {
       owner = await signUp(test.server, test.baseUrl);
+      data = ok(await owner.api.post('/channels/telegram', { name: 'Bot', botToken: 'good-token' }, { token: owner.accessToken }), 201);
+      channelId = data.id;
+      webhookSecret = telegram.calls.filter((c) => c.path === '/botgood-token/setWebhook').at(-1)!.body.secret_token;
     });
 
     it('refuses a bot token Telegram refuses (400), and sets the webhook with a secret token for a good one', async () => {
       expectError(await owner.api.post('/channels/telegram', { name: 'Bot', botToken: 'bad-token' }, { token: owner.accessToken }), 400, 'validation_failed');
-      const data = ok(await owner.api.post('/channels/telegram', { name: 'Bot', botToken: 'good-token' }, { token: owner.accessToken }), 201);
-      channelId = data.id;
       expect(data).to.include({ type: 'telegram', status: 'active' });
       expect(data.config.botUsername).to.equal('acme_bot');
       expect(JSON.stringify(data)).not.to.contain('good-token');
-      const set = telegram.calls.find((c) => c.path === '/botgood-token/setWebhook')!;
+      const set = telegram.calls.filter((c) => c.path === '/botgood-token/setWebhook').at(-1)!;
       expect(set.body.url).to.match(new RegExp(`/api/v1/channels/telegram/inbound/${channelId}$`));
-      webhookSecret = set.body.secret_token;
+      expect(set.body.secret_token).to.equal(webhookSecret);
       expect(webhookSecret).to.have.length.greaterThan(20);
     });
 
@@ -88,26 +92,27 @@ describe('Channels: Telegram and WhatsApp', function () {
     });
 
     it('retries a reply after 500 and after 429 with Retry-After, then sends it', async () => {
-      await quiesce(test.server);
-      const [event] = await inboundEvents(test.server, channelId);
+      ok(await owner.api.post(`/channels/telegram/inbound/${channelId}`, update(2001, 'Any news?'), { headers: { 'x-telegram-bot-api-secret-token': webhookSecret } }), 200);
+      await quiesce(test.server, owner.orgId);
+      const event = (await inboundEvents(test.server, channelId)).find((e) => e.providerId === '2001');
       const conversationId = event!.conversationId!;
       telegram.queue.set('/sendMessage', [
         { status: 500, body: { ok: false, description: 'Internal Server Error' } },
         { status: 429, body: { ok: false, error_code: 429, description: 'Too Many Requests', parameters: { retry_after: 7 } }, headers: { 'retry-after': '7' } },
       ]);
       ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'We are on it' }, { token: owner.accessToken }), 201);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       let [delivery] = ok(await owner.api.get(`/channels/${channelId}/deliveries`, { token: owner.accessToken }), 200);
       expect(delivery).to.include({ status: 'queued', attempts: 1 });
-      let job = await deliveryJob();
+      let job = await deliveryJob(owner.orgId);
       expect(job.status).to.equal('pending');
       const wait1 = (new Date(job.runAt).getTime() - Date.now()) / 1000;
       expect(wait1).to.be.within(20, 31);
-      await runRetryNow();
-      job = await deliveryJob();
+      await runRetryNow(owner.orgId);
+      job = await deliveryJob(owner.orgId);
       const wait2 = (new Date(job.runAt).getTime() - Date.now()) / 1000;
       expect(wait2, 'Retry-After honoured').to.be.within(3, 8);
-      await runRetryNow();
+      await runRetryNow(owner.orgId);
       [delivery] = ok(await owner.api.get(`/channels/${channelId}/deliveries`, { token: owner.accessToken }), 200);
       expect(delivery).to.include({ status: 'sent', attempts: 3 });
       const sends = telegram.calls.filter((c) => c.path === '/botgood-token/sendMessage');
@@ -121,7 +126,7 @@ describe('Channels: Telegram and WhatsApp', function () {
     const channel = ok(await owner.api.post('/channels/telegram', { name: 'AI bot', botToken: 'ai-token' }, { token: owner.accessToken }), 201);
     const secretToken = telegram.calls.filter((c) => c.path === '/botai-token/setWebhook').at(-1)!.body.secret_token;
     ok(await owner.api.post(`/channels/telegram/inbound/${channel.id}`, { update_id: 5, message: { message_id: 5, chat: { id: 555 }, from: { id: 555, first_name: 'Ada' }, text: 'Hi bot' } }, { headers: { 'x-telegram-bot-api-secret-token': secretToken } }), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const [event] = await inboundEvents(test.server, channel.id);
     const ai = { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } };
     const body = { organizationId: owner.orgId, conversationId: event!.conversationId, content: 'Hello from the AI', clientMessageId: 'ai-1' };
@@ -130,7 +135,7 @@ describe('Channels: Telegram and WhatsApp', function () {
     expectError(await owner.api.post(`/channels/${channel.id}/send`, { ...body, to: '123' }, ai), 400, 'validation_failed');
     expect(ok(await owner.api.post(`/channels/${channel.id}/send`, body, ai), 201).status).to.equal('queued');
     expect((await owner.api.post(`/channels/${channel.id}/send`, body, ai)).status).to.equal(200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const sends = telegram.calls.filter((c) => c.path === '/botai-token/sendMessage');
     expect(sends.map((c) => c.body)).to.deep.equal([{ chat_id: '555', text: 'Hello from the AI' }]);
   });
@@ -144,14 +149,17 @@ describe('Channels: Telegram and WhatsApp', function () {
     const webhook = (value: unknown) => JSON.stringify({ object: 'whatsapp_business_account', entry: [{ id: 'WABA', changes: [{ field: 'messages', value }] }] });
     const post = (raw: string, signature = sign(raw)) => owner.api.request('POST', `/channels/whatsapp/inbound/${channelId}`, { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
 
+    let data: any;
+
+    // The channel is made here, not by the first test: every test of this file must be able to run on its own.
     before(async () => {
       owner = await signUp(test.server, test.baseUrl);
+      data = ok(await owner.api.post('/channels/whatsapp', { name: 'WA', phoneNumberId: '1234567890', wabaId: '555', accessToken: 'wa-access-token', appSecret }, { token: owner.accessToken }), 201);
+      channelId = data.channel.id;
+      verifyToken = data.webhook.verifyToken;
     });
 
     it('starts pending and becomes active with Meta\'s handshake (a wrong verify token is 403)', async () => {
-      const data = ok(await owner.api.post('/channels/whatsapp', { name: 'WA', phoneNumberId: '1234567890', wabaId: '555', accessToken: 'wa-access-token', appSecret }, { token: owner.accessToken }), 201);
-      channelId = data.channel.id;
-      verifyToken = data.webhook.verifyToken;
       expect(data.channel.status).to.equal('pending');
       expect(JSON.stringify(data.channel)).not.to.contain('wa-access-token');
       const base = `${test.baseUrl}/api/v1/channels/whatsapp/inbound/${channelId}`;
@@ -169,7 +177,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       expect(await inboundEvents(test.server, channelId)).to.deep.equal([]);
       expect(ok(await post(raw), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
       expect(ok(await post(raw), 200)).to.deep.equal({ stored: 0, duplicates: 1 });
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const [event] = await inboundEvents(test.server, channelId);
       expect(event!.status).to.equal('processed');
       const conversation = await test.server.db.knex('conversations').where({ id: event!.conversationId }).first();
@@ -180,7 +188,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       const name = 'N'.repeat(300);
       const raw = webhook({ messaging_product: 'whatsapp', contacts: [{ wa_id: '4915187654321', profile: { name } }], messages: [{ id: 'wamid.LONGNAME', from: '4915187654321', type: 'text', text: { body: 'Hello with a long name' } }] });
       expect(ok(await post(raw), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const event = (await inboundEvents(test.server, channelId)).find((e) => e.conversationId && e.status === 'processed' && e.providerId === 'wamid.LONGNAME');
       expect(event, JSON.stringify(await inboundEvents(test.server, channelId))).to.not.equal(undefined);
       const conversation = await test.server.db.knex('conversations').where({ id: event!.conversationId }).first();
@@ -209,7 +217,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       } finally {
         test.server.db.knex.off('query', count);
       }
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const stored = (await inboundEvents(test.server, channelId)).filter((e) => e.providerId.startsWith('wamid.TOGETHER-'));
       expect(stored.map((e) => e.providerId).sort()).to.deep.equal([0, 1, 2, 3, 4, 5, 7].map((n) => `wamid.TOGETHER-${n}`));
       expect(stored.map((e) => e.status)).to.deep.equal(Array(7).fill('processed'));
@@ -224,7 +232,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       // A job of the earlier shape, one event by `eventId`, is still processed.
       const [legacy] = await test.server.db.knex('inbound_events').insert({ organizationId: channel.organizationId, channelId, providerId: 'wamid.TOGETHER-legacy', kind: 'message', payload: JSON.stringify(events(8)[0]!.payload) }).returning('id');
       await test.server.jobs.enqueue(INBOUND_QUEUE, { eventId: legacy.id }, { organizationId: channel.organizationId });
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       expect(await test.server.db.knex('inbound_events').where({ id: legacy.id }).first()).to.include({ status: 'processed', conversationId: conversations[0].id });
     });
 
@@ -234,7 +242,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       const burst = [0, 1, 2, 3, 4, 5, 6, 7].flatMap((n) => customers.map((from) => ({ id: `wamid.BURST-${from}-${n}`, from, type: 'text', text: { body: `${from.slice(-1)}:${n}` } })));
       const before = { ...service.batchStats };
       expect(ok(await post(webhook({ messaging_product: 'whatsapp', contacts: customers.map((wa_id) => ({ wa_id, profile: { name: `C${wa_id.slice(-1)}` } })), messages: burst })), 200)).to.deep.equal({ stored: 24, duplicates: 0 });
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       // The first message of each customer opens its conversation (a transaction); the 21 others were appended by
       // the message path's batches, a few customers' messages per statement.
       expect(service.batchStats.appended - before.appended).to.equal(21);
@@ -252,11 +260,13 @@ describe('Channels: Telegram and WhatsApp', function () {
     });
 
     it('sends replies through the Graph API, follows their statuses live, and stops at the 24-hour window', async () => {
-      const [event] = await inboundEvents(test.server, channelId);
+      ok(await post(webhook({ messaging_product: 'whatsapp', contacts: [{ wa_id: '4915112345678', profile: { name: 'Wanda' } }], messages: [{ id: 'wamid.IN-REPLY', from: '4915112345678', type: 'text', text: { body: 'Noch da?' } }] })), 200);
+      await quiesce(test.server, owner.orgId);
+      const event = (await inboundEvents(test.server, channelId)).find((e) => e.providerId === 'wamid.IN-REPLY');
       const conversationId = event!.conversationId!;
       ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Wie können wir helfen?' }, { token: owner.accessToken }), 201);
       ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'note only', private: true }, { token: owner.accessToken }), 201);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       // By text: on a shared database another run's leftover job may also reach this fake.
       const sent = graph.calls.filter((c) => c.path === '/1234567890/messages' && c.body.text?.body === 'Wie können wir helfen?');
       expect(sent).to.have.length(1);
@@ -269,14 +279,14 @@ describe('Channels: Telegram and WhatsApp', function () {
       socket = await connectOk(test.baseUrl, owner.orgId, owner.accessToken);
       const live = nextEvent(socket, 'message_delivery_updated', (p) => p.delivery.id === delivery.id, 15_000);
       ok(await post(webhook({ messaging_product: 'whatsapp', statuses: [{ id: wamid, status: 'delivered', recipient_id: '4915112345678' }] })), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       expect(((await live) as any).delivery.status).to.equal('delivered');
       socket.disconnect();
       socket = null;
 
       graph.queue.set('/messages', [{ status: 400, body: { error: { code: 131047, message: 'Re-engagement message', type: 'OAuthException' } } }]);
       ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Are you still there?' }, { token: owner.accessToken }), 201);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const latest = ok(await owner.api.get(`/channels/${channelId}/deliveries?status=outside_window`, { token: owner.accessToken }), 200);
       expect(latest, JSON.stringify(ok(await owner.api.get(`/channels/${channelId}/deliveries`, { token: owner.accessToken }), 200))).to.have.length(1);
       const notifications = ok(await owner.api.get('/notifications', { token: owner.accessToken }), 200);
@@ -284,7 +294,7 @@ describe('Channels: Telegram and WhatsApp', function () {
       // An admin may send it again (it fails again here, final at once).
       expect((await owner.api.post(`/channels/deliveries/${latest[0].id}/retry`, {}, { token: owner.accessToken })).status).to.equal(202);
       graph.queue.set('/messages', [{ status: 400, body: { error: { code: 131047, message: 'Re-engagement message' } } }]);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
     });
   });
 });
