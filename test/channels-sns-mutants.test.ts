@@ -103,6 +103,13 @@ describe('Channels: SES through SNS, the edges', function () {
     const failed = await post(confirm);
     expectError(failed, 400, 'validation_failed');
     expect(failed.body.message).to.equal('Confirming the subscription answered 500');
+    // A SubscribeURL that redirects fails the confirmation the same way (its target is never called).
+    const moved = `tok-${randomUUID()}`;
+    const redirected = await post(signed({ Type: 'SubscriptionConfirmation', MessageId: randomUUID(), Token: moved, TopicArn: topic, Message: 'Subscribe', SubscribeURL: `${fakeUrl}/moved-confirm?Token=${moved}`, Timestamp: new Date().toISOString() }, `${fakeUrl}/cert.pem`));
+    expectError(redirected, 400, 'validation_failed');
+    expect(redirected.body.message).to.equal('Confirming the subscription failed: its SubscribeURL could not be reached');
+    expect(calls).to.include(`/moved-confirm?Token=${moved}`);
+    expect(calls).not.to.include('/target.pem');
     const bye = `tok-${randomUUID()}`;
     const unsubscribe = signed({ Type: 'UnsubscribeConfirmation', MessageId: randomUUID(), Token: bye, TopicArn: topic, Message: 'Unsubscribed', SubscribeURL: `${fakeUrl}/confirm?Token=${bye}`, Timestamp: new Date().toISOString() }, `${fakeUrl}/cert.pem`);
     expect(ok(await post(unsubscribe), 200)).to.deep.equal({ stored: 0, duplicates: 0 });

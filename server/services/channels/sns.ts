@@ -136,7 +136,9 @@ export class SnsInbound {
   private async confirm(m: SnsMessage): Promise<void> {
     const subscribeUrl = m.SubscribeURL;
     if (!str(subscribeUrl) || !this.allowed(subscribeUrl)) throw new ValidationFailed('The SubscribeURL is not an SNS URL', [{ field: 'SubscribeURL', message: 'not allowed' }]);
-    const res = await fetch(subscribeUrl, { redirect: 'error', signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) });
+    // A redirect, a refused connection or a timeout is the confirmation failing, like an error status: 400, not 500.
+    const res = await fetch(subscribeUrl, { redirect: 'error', signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) }).catch(() => null);
+    if (!res) throw new ValidationFailed('Confirming the subscription failed: its SubscribeURL could not be reached', [{ field: 'SubscribeURL', message: 'confirmation failed' }]);
     if (!res.ok) throw new ValidationFailed(`Confirming the subscription answered ${res.status}`, [{ field: 'SubscribeURL', message: 'confirmation failed' }]);
     this.deps.logger.info({ topic: m.TopicArn }, 'SNS subscription confirmed');
   }
