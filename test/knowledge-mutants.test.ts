@@ -1,0 +1,282 @@
+// Knowledge sources, rule by rule: what creation keeps and defaults, the list's filters and order, which edits
+// reindex and which do not, pausing and resuming, reindexing one source or all, where a source can be read, and what
+// the AI service reads and writes (status, sync info, embeddings), each refused for another organization.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'chai';
+import { sharedServer } from './helpers/hooks.js';
+import { signUp, type SignedUp } from './helpers/factories.js';
+import { indexed } from './helpers/knowledge.js';
+import { startTestServer, TEST_AI_SECRET, type TestServer } from './helpers/server.js';
+import { reachable } from './helpers/storage.js';
+
+const ai = { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } };
+
+describe('knowledge sources, rule by rule', function () {
+  this.timeout(60_000);
+  let owner: SignedUp;
+  let other: SignedUp;
+  const tok = () => ({ token: owner.accessToken });
+  const create = async (body: Record<string, unknown>, as = owner) => {
+    const res = await as.api.post('/knowledge', body, { token: as.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return res.body.data as Record<string, any>;
+  };
+  const createIndexed = async (body: Record<string, unknown>, as = owner) => {
+    const { server } = sharedServer();
+    const created = await create(body, as);
+    expect((await indexed(server, as, created.id)).status).to.equal('indexed');
+    return created;
+  };
+  const patch = (id: string, body: Record<string, unknown>) => owner.api.patch(`/knowledge/${id}`, body, tok());
+  const statusOf = async (id: string) => (await owner.api.get(`/knowledge/${id}`, tok())).body.data.status as string;
+  const requestUpload = async (title: string, text: Buffer, as = owner) => {
+    const req = await as.api.post('/knowledge/request-upload', { title, fileName: 'notes.txt', mimeType: 'text/plain', sizeBytes: text.length }, { token: as.accessToken });
+    expect(req.status, JSON.stringify(req.body)).to.equal(201);
+    return req.body.data as { documentId: string; upload: { url: string; headers: Record<string, string>; objectId: string } };
+  };
+
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    [owner, other] = [await signUp(server, baseUrl), await signUp(server, baseUrl)];
+  });
+
+  it('keeps what a text or FAQ source was given and defaults the rest, and refuses one without content', async () => {
+    const plain = await create({ title: 'Plain', source: 'text', content: 'Plain words.' });
+    expect(plain).to.include({ title: 'Plain', source: 'text', status: 'queued', url: null, fetchMode: null, crawlDepth: null, maxPages: null, syncFrequency: 'never', catalog: null });
+    const detail = await owner.api.get(`/knowledge/${plain.id}`, tok());
+    expect(detail.body.data.content).to.equal('Plain words.');
+    const faq = await create({ title: 'How long do refunds take?', source: 'faq', content: 'Five days.', catalog: 'Billing', syncFrequency: 'weekly' });
+    expect(faq).to.include({ source: 'faq', catalog: 'Billing', syncFrequency: 'weekly' });
+    for (const [source, content] of [['text', undefined], ['text', ' \n\t '], ['faq', '   ']] as const) {
+      const res = await owner.api.post('/knowledge', { title: 'Empty', source, ...(content === undefined ? {} : { content }) }, tok());
+      expect(res.status, `${source} ${JSON.stringify(content)}`).to.equal(400);
+      expect(res.body.error.code).to.equal('validation_failed');
+      expect(res.body.message).to.equal(`A ${source} source needs content`);
+      expect(res.body.error.details).to.deep.equal([{ field: 'content', message: 'is required' }]);
+    }
+    const noUrl = await owner.api.post('/knowledge', { title: 'Nowhere', source: 'url' }, tok());
+    expect([noUrl.status, noUrl.body.message]).to.deep.equal([400, 'A URL source needs a url']);
+    expect(noUrl.body.error.details).to.deep.equal([{ field: 'url', message: 'is required' }]);
+  });
+
+  it('lists newest first, filtered by status, kind and title words, with the total of the filter', async () => {
+    const { server, baseUrl } = sharedServer();
+    const lister = await signUp(server, baseUrl);
+    const a = await createIndexed({ title: 'Alpha guide', source: 'text', content: 'First words.' }, lister);
+    const b = await createIndexed({ title: 'Beta question', source: 'faq', content: 'Second words.' }, lister);
+    const c = await createIndexed({ title: 'Gamma ALPHA notes', source: 'text', content: 'Third words.' }, lister);
+    expect((await lister.api.patch(`/knowledge/${b.id}`, { isPaused: true }, { token: lister.accessToken })).status).to.equal(200);
+    const list = async (query: string) => {
+      const res = await lister.api.get(`/knowledge${query}`, { token: lister.accessToken });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      return { ids: (res.body.data as { id: string }[]).map((s) => s.id), total: res.body.pagination.total as number };
+    };
+    expect(await list('')).to.deep.equal({ ids: [c.id, b.id, a.id], total: 3 });
+    expect(await list('?limit=1&offset=1')).to.deep.equal({ ids: [b.id], total: 3 });
+    expect(await list('?source=faq')).to.deep.equal({ ids: [b.id], total: 1 });
+    expect(await list('?source=text')).to.deep.equal({ ids: [c.id, a.id], total: 2 });
+    expect(await list('?status=paused')).to.deep.equal({ ids: [b.id], total: 1 });
+    expect(await list('?status=indexed&source=text')).to.deep.equal({ ids: [c.id, a.id], total: 2 });
+    expect(await list('?q=alpha')).to.deep.equal({ ids: [c.id, a.id], total: 2 });
+    expect(await list('?q=alpha&status=indexed&limit=1')).to.deep.equal({ ids: [c.id], total: 2 });
+    // Another organization's list holds none of them.
+    expect((await owner.api.get('/knowledge?q=alpha', tok())).body.data.map((s: { id: string }) => s.id)).to.not.include.members([a.id, c.id]);
+  });
+
+  it('reindexes on new content or a new FAQ question, not on a new title, catalog or sync frequency of a text source', async () => {
+    const { server } = sharedServer();
+    const text = await createIndexed({ title: 'Opening hours', source: 'text', content: 'We open at nine.' });
+    const kept = await patch(text.id, { title: 'Hours', catalog: 'Shop', syncFrequency: 'daily' });
+    expect(kept.status, JSON.stringify(kept.body)).to.equal(200);
+    expect(kept.body.data).to.include({ title: 'Hours', catalog: 'Shop', syncFrequency: 'daily', status: 'indexed' });
+    expect((await patch(text.id, { catalog: null })).body.data).to.include({ catalog: null, title: 'Hours', status: 'indexed' });
+    expect((await patch(text.id, { isPaused: false })).body.data.status, 'resuming a source that is not paused').to.equal('indexed');
+
+    const edited = await patch(text.id, { content: 'We open at seven sharp.' });
+    expect(edited.body.data.status).to.equal('queued');
+    expect((await indexed(server, owner, text.id)).status).to.equal('indexed');
+    expect((await owner.api.get(`/knowledge/${text.id}`, tok())).body.data.content).to.equal('We open at seven sharp.');
+    expect((await owner.api.get(`/knowledge/search?q=sharp&sourceId=${text.id}`, tok())).body.data).to.have.length(1);
+
+    const faq = await createIndexed({ title: 'Do you ship abroad?', source: 'faq', content: 'Yes, worldwide.' });
+    const renamed = await patch(faq.id, { title: 'Do you deliver to islands?' });
+    expect(renamed.body.data.status).to.equal('queued');
+    expect((await indexed(server, owner, faq.id)).status).to.equal('indexed');
+    expect((await owner.api.get(`/knowledge/search?q=islands&sourceId=${faq.id}`, tok())).body.data).to.have.length(1);
+  });
+
+  it('pauses and resumes a source: a paused source is neither indexed nor reindexed, resuming queues it', async () => {
+    const { server } = sharedServer();
+    const text = await createIndexed({ title: 'Pausable', source: 'text', content: 'Lanterns are lit at dusk.' });
+    const paused = await patch(text.id, { isPaused: true });
+    expect(paused.body.data.status).to.equal('paused');
+    // New content while paused is kept, but the source stays paused.
+    expect((await patch(text.id, { content: 'Lanterns are lit at dawn.' })).body.data.status).to.equal('paused');
+    const refused = await owner.api.post(`/knowledge/${text.id}/reindex`, {}, tok());
+    expect([refused.status, refused.body.error.code, refused.body.message]).to.deep.equal([400, 'validation_failed', 'A paused source is not reindexed']);
+    expect(refused.body.error.details).to.deep.equal([{ field: 'documentId', message: 'paused' }]);
+    expect(await statusOf(text.id)).to.equal('paused');
+    const resumed = await patch(text.id, { isPaused: false });
+    expect(resumed.body.data.status).to.equal('queued');
+    expect((await indexed(server, owner, text.id)).status).to.equal('indexed');
+    expect((await owner.api.get(`/knowledge/search?q=dawn&sourceId=${text.id}`, tok())).body.data).to.have.length(1);
+  });
+
+  it('refuses content edits of a file source, and reindexing one still awaiting its upload', async () => {
+    const pending = await requestUpload('Awaiting', Buffer.from('Some text'));
+    const content = await patch(pending.documentId, { content: 'new' });
+    expect([content.status, content.body.message]).to.deep.equal([400, 'Only text and FAQ sources have editable content']);
+    expect(content.body.error.details).to.deep.equal([{ field: 'content', message: 'not editable for this source' }]);
+    // A title edit of a file still awaiting its upload leaves it awaiting (no job for a file that is not there).
+    expect((await patch(pending.documentId, { title: 'Still awaiting' })).body.data.status).to.equal('awaiting_upload');
+    const reindex = await owner.api.post(`/knowledge/${pending.documentId}/reindex`, {}, tok());
+    expect([reindex.status, reindex.body.message]).to.deep.equal([400, 'A awaiting_upload source is not reindexed']);
+    expect((await owner.api.post(`/knowledge/${pending.documentId}/confirm`, {}, tok())).status, 'nothing was uploaded').to.equal(400);
+    const text = await create({ title: 'Not a file', source: 'text', content: 'words' });
+    const confirm = await owner.api.post(`/knowledge/${text.id}/confirm`, {}, tok());
+    expect([confirm.status, confirm.body.message]).to.deep.equal([400, 'Only file sources are confirmed']);
+    for (const [method, path] of [['patch', ''], ['post', '/reindex'], ['post', '/confirm'], ['delete', ''], ['get', '/view-url']] as const) {
+      const res = method === 'patch' ? await other.api.patch(`/knowledge/${text.id}`, { title: 'x' }, { token: other.accessToken }) : method === 'post' ? await other.api.post(`/knowledge/${text.id}${path}`, {}, { token: other.accessToken }) : method === 'delete' ? await other.api.delete(`/knowledge/${text.id}`, { token: other.accessToken }) : await other.api.get(`/knowledge/${text.id}${path}`, { token: other.accessToken });
+      expect([res.status, res.body.message], `${method} ${path}`).to.deep.equal([404, 'Knowledge source not found']);
+    }
+  });
+
+  it('reindexes one source, or every source but the paused and the awaiting ones', async () => {
+    const { server, baseUrl } = sharedServer();
+    const org = await signUp(server, baseUrl);
+    const opts = { token: org.accessToken };
+    const a = await createIndexed({ title: 'One', source: 'text', content: 'First.' }, org);
+    const b = await createIndexed({ title: 'Two', source: 'text', content: 'Second.' }, org);
+    const p = await createIndexed({ title: 'Paused', source: 'text', content: 'Third.' }, org);
+    await org.api.patch(`/knowledge/${p.id}`, { isPaused: true }, opts);
+    const pending = await requestUpload('Waiting', Buffer.from('x'), org);
+    const one = await org.api.post(`/knowledge/${a.id}/reindex`, {}, opts);
+    expect([one.status, one.body.data.status]).to.deep.equal([202, 'queued']);
+    expect((await indexed(server, org, a.id)).status).to.equal('indexed');
+    const all = await org.api.post('/knowledge/reindex', {}, opts);
+    expect([all.status, all.body.data]).to.deep.equal([202, { queued: 2 }]);
+    const queuedJobs = await server.db.knex('jobs').where({ queue: 'knowledge-index', organizationId: org.orgId }).whereIn('status', ['pending', 'running']).select('payload');
+    expect(queuedJobs.map((j: { payload: { sourceId: string } }) => j.payload.sourceId)).to.not.include.members([p.id, pending.documentId]);
+    expect((await org.api.get(`/knowledge/${p.id}`, opts)).body.data.status).to.equal('paused');
+    expect((await org.api.get(`/knowledge/${pending.documentId}`, opts)).body.data.status).to.equal('awaiting_upload');
+    for (const id of [a.id, b.id]) expect((await indexed(server, org, id)).status).to.equal('indexed');
+    // Nothing to queue in an organization without sources.
+    const empty = await signUp(server, baseUrl);
+    expect((await empty.api.post('/knowledge/reindex', {}, { token: empty.accessToken })).body.data).to.deep.equal({ queued: 0 });
+  });
+
+  it('tells where a source can be read: a signed URL of an uploaded file, nothing for text or a file not yet uploaded', async () => {
+    const { baseUrl } = sharedServer();
+    const text = await create({ title: 'Text only', source: 'text', content: 'words' });
+    expect((await owner.api.get(`/knowledge/${text.id}/view-url`, tok())).body.data).to.deep.equal({ url: null, expiresAt: null });
+    const body = Buffer.from('Readable notes.');
+    const pending = await requestUpload('Readable', body);
+    expect((await owner.api.get(`/knowledge/${pending.documentId}/view-url`, tok())).body.data).to.deep.equal({ url: null, expiresAt: null });
+    await fetch(reachable(pending.upload.url, baseUrl), { method: 'PUT', headers: pending.upload.headers, body: new Uint8Array(body) });
+    expect((await owner.api.post(`/knowledge/${pending.documentId}/confirm`, {}, tok())).status).to.equal(200);
+    const view = (await owner.api.get(`/knowledge/${pending.documentId}/view-url`, tok())).body.data as { url: string; expiresAt: string };
+    expect(new Date(view.expiresAt).getTime()).to.be.greaterThan(Date.now());
+    const file = await fetch(reachable(view.url, baseUrl));
+    expect([file.status, await file.text()]).to.deep.equal([200, 'Readable notes.']);
+    // Confirming again changes nothing.
+    const again = await owner.api.post(`/knowledge/${pending.documentId}/confirm`, {}, tok());
+    expect(again.status).to.equal(200);
+    expect(again.body.data.status).to.not.equal('awaiting_upload');
+  });
+
+  it('deletes a text source with its chunks', async () => {
+    const text = await createIndexed({ title: 'Doomed', source: 'text', content: 'Ephemeral marmalade.' });
+    expect((await owner.api.delete(`/knowledge/${text.id}`, tok())).status).to.equal(200);
+    expect((await owner.api.get(`/knowledge/${text.id}`, tok())).status).to.equal(404);
+    expect((await owner.api.get('/knowledge/search?q=marmalade', tok())).body.data).to.deep.equal([]);
+  });
+
+  it('lets the AI service set a status (a failure with its words or "Failed"), read chunks in order and store embeddings of its own chunks', async () => {
+    const long = Array.from({ length: 1500 }, (_, i) => `word${i}`).join(' ');
+    const src = await createIndexed({ title: 'Long', source: 'text', content: long });
+    const path = `/knowledge/ai/${src.id}`;
+    const failed = await owner.api.patch(`${path}/status`, { organizationId: owner.orgId, status: 'failed', errorMessage: 'model unavailable' }, ai);
+    expect([failed.status, failed.body.data.status, failed.body.data.errorMessage]).to.deep.equal([200, 'failed', 'model unavailable']);
+    expect((await owner.api.patch(`${path}/status`, { organizationId: owner.orgId, status: 'failed' }, ai)).body.data.errorMessage).to.equal('Failed');
+    const ok = await owner.api.patch(`${path}/status`, { organizationId: owner.orgId, status: 'indexed', errorMessage: 'ignored' }, ai);
+    expect([ok.body.data.status, ok.body.data.errorMessage]).to.deep.equal(['indexed', null]);
+    expect((await owner.api.patch(`${path}/status`, { organizationId: other.orgId, status: 'failed' }, ai)).status).to.equal(404);
+
+    const info = await owner.api.get(`${path}/sync-info?organizationId=${owner.orgId}`, ai);
+    expect(info.status).to.equal(200);
+    expect(info.body.data.document.id).to.equal(src.id);
+    const chunks = info.body.data.chunks as { chunkId: string; position: number; content: string; tokenCount: number; embedded: boolean }[];
+    expect(chunks.map((c) => c.position)).to.deep.equal([0, 1]);
+    expect(chunks.map((c) => c.tokenCount)).to.deep.equal([800, 800]);
+    expect(chunks[0]!.content.startsWith('word0 word1 ')).to.equal(true);
+    expect(chunks.map((c) => c.embedded)).to.deep.equal([false, false]);
+    expect((await owner.api.get(`${path}/sync-info?organizationId=${other.orgId}`, ai)).status).to.equal(404);
+
+    // A chunk id in capitals is the same chunk.
+    const put = await owner.api.put(`${path}/embeddings`, { organizationId: owner.orgId, model: 'embed-2', items: [{ chunkId: chunks[1]!.chunkId.toUpperCase(), embedding: [0.5, 0.5] }] }, ai);
+    expect([put.status, put.body.data]).to.deep.equal([200, { updated: 1 }]);
+    const after = await owner.api.get(`${path}/sync-info?organizationId=${owner.orgId}`, ai);
+    expect(after.body.data.chunks.map((c: { embedded: boolean }) => c.embedded)).to.deep.equal([false, true]);
+    expect(after.body.data.document.embeddingModel).to.equal('embed-2');
+    expect((await owner.api.put(`${path}/embeddings`, { organizationId: other.orgId, model: 'm', items: [{ chunkId: chunks[0]!.chunkId, embedding: [1] }] }, ai)).status).to.equal(404);
+    const strangers = Array.from({ length: 25 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+    const wrong = await owner.api.put(`${path}/embeddings`, { organizationId: owner.orgId, model: 'm', items: [chunks[0]!.chunkId, ...strangers].map((chunkId) => ({ chunkId, embedding: [1] })) }, ai);
+    expect([wrong.status, wrong.body.message]).to.deep.equal([400, 'Some chunks are not chunks of this source']);
+    expect(wrong.body.error.details).to.have.length(20);
+    expect(wrong.body.error.details[0]).to.deep.equal({ field: 'items', message: `${strangers[0]} is not a chunk of this source` });
+    // Nothing of a refused batch is stored.
+    expect((await owner.api.get(`${path}/sync-info?organizationId=${owner.orgId}`, ai)).body.data.chunks.map((c: { embedded: boolean }) => c.embedded)).to.deep.equal([false, true]);
+  });
+
+  it('counts file sources against the plan\'s limit too', async () => {
+    const { server, baseUrl } = sharedServer();
+    const small = await signUp(server, baseUrl);
+    await server.services.organizations.changePlan(small.orgId, 'free');
+    for (let i = 0; i < 4; i++) await create({ title: `T${i}`, source: 'text', content: 'x' }, small);
+    await requestUpload('Fifth', Buffer.from('x'), small);
+    const sixth = await small.api.post('/knowledge/request-upload', { title: 'Sixth', fileName: 'a.txt', mimeType: 'text/plain', sizeBytes: 1 }, { token: small.accessToken });
+    expect([sixth.status, sixth.body.error.code, sixth.body.message]).to.deep.equal([403, 'plan_limit_reached', 'The free plan allows 5 knowledge sources; delete some or upgrade']);
+    expect((await small.api.post('/knowledge', { title: 'Seventh', source: 'text', content: 'x' }, { token: small.accessToken })).status).to.equal(403);
+  });
+});
+
+describe('knowledge URL sources', function () {
+  this.timeout(120_000);
+  let t: TestServer;
+  let site: Server;
+  let siteUrl: string;
+  let owner: SignedUp;
+
+  before(async () => {
+    site = createServer((req, res) => {
+      if (req.url === '/') return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body><p>The harbour opens at six.</p></body></html>');
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
+    siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
+    t = await startTestServer({ KNOWLEDGE_FETCH_ALLOW_PRIVATE: 'true' });
+    owner = await signUp(t.server, t.baseUrl);
+  });
+  after(async () => {
+    await t?.stop();
+    site?.close();
+  });
+
+  it('keeps a URL source\'s address and crawl options, defaults a single page to depth 0 and a crawl to depth 1, and shows its address to read', async () => {
+    const tok = { token: owner.accessToken };
+    const single = await owner.api.post('/knowledge', { title: 'Harbour', source: 'url', url: siteUrl }, tok);
+    expect(single.status, JSON.stringify(single.body)).to.equal(201);
+    expect(single.body.data).to.include({ url: siteUrl, fetchMode: 'single', crawlDepth: 0, maxPages: 100, syncFrequency: 'never' });
+    const crawl = await owner.api.post('/knowledge', { title: 'Harbour crawl', source: 'url', url: siteUrl, fetchMode: 'crawl', syncFrequency: 'monthly' }, tok);
+    expect(crawl.body.data).to.include({ fetchMode: 'crawl', crawlDepth: 1, maxPages: 100, syncFrequency: 'monthly' });
+    const chosen = await owner.api.post('/knowledge', { title: 'Harbour chosen', source: 'url', url: siteUrl, fetchMode: 'crawl', crawlDepth: 3, maxPages: 7 }, tok);
+    expect(chosen.body.data).to.include({ crawlDepth: 3, maxPages: 7 });
+    expect((await owner.api.get(`/knowledge/${single.body.data.id}/view-url`, tok)).body.data).to.deep.equal({ url: siteUrl, expiresAt: null });
+    expect((await indexed(t.server, owner, single.body.data.id)).status).to.equal('indexed');
+    expect((await owner.api.get(`/knowledge/search?q=harbour&sourceId=${single.body.data.id}`, tok)).body.data).to.have.length(1);
+    // A URL source has no content to edit.
+    const edit = await owner.api.patch(`/knowledge/${single.body.data.id}`, { content: 'x' }, tok);
+    expect([edit.status, edit.body.message]).to.deep.equal([400, 'Only text and FAQ sources have editable content']);
+  });
+});
