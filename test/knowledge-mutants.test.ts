@@ -9,6 +9,8 @@ import { signUp, type SignedUp } from './helpers/factories.js';
 import { indexed } from './helpers/knowledge.js';
 import { startTestServer, TEST_AI_SECRET, type TestServer } from './helpers/server.js';
 import { reachable } from './helpers/storage.js';
+import { JobQueue } from '../server/jobs/index.js';
+import { KnowledgeIndexer } from '../server/services/knowledge/index.js';
 
 const ai = { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } };
 
@@ -31,8 +33,9 @@ describe('knowledge sources, rule by rule', function () {
   const patch = (id: string, body: Record<string, unknown>) => owner.api.patch(`/knowledge/${id}`, body, tok());
   const statusOf = async (id: string) => (await owner.api.get(`/knowledge/${id}`, tok())).body.data.status as string;
   const requestUpload = async (title: string, text: Buffer, as = owner) => {
-    const req = await as.api.post('/knowledge/request-upload', { title, fileName: 'notes.txt', mimeType: 'text/plain', sizeBytes: text.length }, { token: as.accessToken });
+    const req = await as.api.post('/knowledge/request-upload', { title, fileName: 'notes.txt', mimeType: 'text/plain', sizeBytes: text.length, catalog: 'Files' }, { token: as.accessToken });
     expect(req.status, JSON.stringify(req.body)).to.equal(201);
+    expect(req.body.data.document).to.include({ title, source: 'file', status: 'awaiting_upload', catalog: 'Files', syncFrequency: 'never' });
     return req.body.data as { documentId: string; upload: { url: string; headers: Record<string, string>; objectId: string } };
   };
 
@@ -125,6 +128,9 @@ describe('knowledge sources, rule by rule', function () {
 
   it('refuses content edits of a file source, and reindexing one still awaiting its upload', async () => {
     const pending = await requestUpload('Awaiting', Buffer.from('Some text'));
+    const pause = await patch(pending.documentId, { isPaused: true });
+    expect([pause.status, pause.body.message]).to.deep.equal([400, 'A source awaiting its upload cannot be paused']);
+    expect(pause.body.error.details).to.deep.equal([{ field: 'isPaused', message: 'the file has not been confirmed yet' }]);
     const content = await patch(pending.documentId, { content: 'new' });
     expect([content.status, content.body.message]).to.deep.equal([400, 'Only text and FAQ sources have editable content']);
     expect(content.body.error.details).to.deep.equal([{ field: 'content', message: 'not editable for this source' }]);
@@ -179,6 +185,11 @@ describe('knowledge sources, rule by rule', function () {
     expect(new Date(view.expiresAt).getTime()).to.be.greaterThan(Date.now());
     const file = await fetch(reachable(view.url, baseUrl));
     expect([file.status, await file.text()]).to.deep.equal([200, 'Readable notes.']);
+    // A file that is not what was declared fails its source, which then no longer points at it.
+    const lie = await owner.api.post('/knowledge/request-upload', { title: 'Fake', fileName: 'x.pdf', mimeType: 'application/pdf', sizeBytes: 20 }, tok());
+    await fetch(reachable(lie.body.data.upload.url, baseUrl), { method: 'PUT', headers: lie.body.data.upload.headers, body: 'just some plain text' });
+    expect((await owner.api.post(`/knowledge/${lie.body.data.documentId}/confirm`, {}, tok())).status).to.equal(400);
+    expect((await owner.api.get(`/knowledge/${lie.body.data.documentId}`, tok())).body.data).to.include({ status: 'failed', errorMessage: 'The uploaded file did not match its declaration', objectId: null });
     // Confirming again changes nothing.
     const again = await owner.api.post(`/knowledge/${pending.documentId}/confirm`, {}, tok());
     expect(again.status).to.equal(200);
@@ -213,12 +224,14 @@ describe('knowledge sources, rule by rule', function () {
     expect(chunks.map((c) => c.embedded)).to.deep.equal([false, false]);
     expect((await owner.api.get(`${path}/sync-info?organizationId=${other.orgId}`, ai)).status).to.equal(404);
 
+    const bystander = await create({ title: 'Bystander', source: 'text', content: 'Unrelated words.' });
     // A chunk id in capitals is the same chunk.
     const put = await owner.api.put(`${path}/embeddings`, { organizationId: owner.orgId, model: 'embed-2', items: [{ chunkId: chunks[1]!.chunkId.toUpperCase(), embedding: [0.5, 0.5] }] }, ai);
     expect([put.status, put.body.data]).to.deep.equal([200, { updated: 1 }]);
     const after = await owner.api.get(`${path}/sync-info?organizationId=${owner.orgId}`, ai);
     expect(after.body.data.chunks.map((c: { embedded: boolean }) => c.embedded)).to.deep.equal([false, true]);
     expect(after.body.data.document.embeddingModel).to.equal('embed-2');
+    expect((await owner.api.get(`/knowledge/${bystander.id}`, tok())).body.data.embeddingModel, 'another source keeps its model').to.equal(null);
     expect((await owner.api.put(`${path}/embeddings`, { organizationId: other.orgId, model: 'm', items: [{ chunkId: chunks[0]!.chunkId, embedding: [1] }] }, ai)).status).to.equal(404);
     const strangers = Array.from({ length: 25 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
     const wrong = await owner.api.put(`${path}/embeddings`, { organizationId: owner.orgId, model: 'm', items: [chunks[0]!.chunkId, ...strangers].map((chunkId) => ({ chunkId, embedding: [1] })) }, ai);
@@ -249,9 +262,22 @@ describe('knowledge URL sources', function () {
   let owner: SignedUp;
 
   before(async () => {
+    const html = (body: string) => `<html><body>${body}</body></html>`;
+    const pages: Record<string, [string, string]> = {
+      '/': ['text/html', html('<p>The harbour opens at six.</p>')],
+      '/start': ['text/html; charset=utf-8', html('<p>Harbour guide.</p><a href="/a">A</a> <a href="/missing">Gone</a>')],
+      '/a': ['text/html', html('<p>Drop the anchor here.</p><a href="/b">B</a>')],
+      '/b': ['text/html', html('<p>Follow the buoy.</p><a href="/c">C</a>')],
+      '/c': ['text/html', html('<p>Trust the compass.</p>')],
+      '/many': ['text/html', html(['alpha', 'bravo', 'charlie', 'delta', 'echo'].map((w) => `<a href="/word/${w}">${w}</a>`).join(' '))],
+      '/plain': ['text/plain', 'Plain lighthouse text.'],
+    };
     site = createServer((req, res) => {
-      if (req.url === '/') return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body><p>The harbour opens at six.</p></body></html>');
-      res.writeHead(404).end();
+      const word = /^\/word\/(\w+)$/.exec(req.url ?? '');
+      if (word) return void res.writeHead(200, { 'content-type': 'text/html' }).end(html(`<p>Codeword ${word[1]}ish.</p>`));
+      const page = pages[req.url ?? ''];
+      if (!page) return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': page[0] }).end(page[1]);
     });
     await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
     siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
@@ -273,10 +299,80 @@ describe('knowledge URL sources', function () {
     const chosen = await owner.api.post('/knowledge', { title: 'Harbour chosen', source: 'url', url: siteUrl, fetchMode: 'crawl', crawlDepth: 3, maxPages: 7 }, tok);
     expect(chosen.body.data).to.include({ crawlDepth: 3, maxPages: 7 });
     expect((await owner.api.get(`/knowledge/${single.body.data.id}/view-url`, tok)).body.data).to.deep.equal({ url: siteUrl, expiresAt: null });
-    expect((await indexed(t.server, owner, single.body.data.id)).status).to.equal('indexed');
-    expect((await owner.api.get(`/knowledge/search?q=harbour&sourceId=${single.body.data.id}`, tok)).body.data).to.have.length(1);
     // A URL source has no content to edit.
     const edit = await owner.api.patch(`/knowledge/${single.body.data.id}`, { content: 'x' }, tok);
     expect([edit.status, edit.body.message]).to.deep.equal([400, 'Only text and FAQ sources have editable content']);
+  });
+
+  // Written and run directly: on a shared database another instance (not allowed private addresses) could claim a
+  // queued job of this server.
+  const runDirect = async (row: Record<string, unknown>, opts: { attempt?: number; allowPrivate?: boolean } = {}) => {
+    const [source] = await t.server.db.knex('knowledge_sources').insert({ organizationId: owner.orgId, title: 'Direct', source: 'url', status: 'queued', fetchMode: 'single', crawlDepth: 0, maxPages: 100, ...row }).returning('id');
+    const jobs = new JobQueue(t.server.db.knex, t.server.logger);
+    const indexer = new KnowledgeIndexer({ models: t.server.db.models, knex: t.server.db.knex, driver: t.server.services.storage.driver, events: t.server.events, logger: t.server.logger, jobs, workers: 1, allowPrivate: opts.allowPrivate ?? true, notifications: t.server.services.notifications });
+    const error = await indexer.run({ id: 'direct', queue: 'knowledge-index', organizationId: owner.orgId, payload: { sourceId: source.id }, attempt: opts.attempt ?? 1 }).then(() => null, (err: Error) => err);
+    const doc = (await owner.api.get(`/knowledge/${source.id}`, { token: owner.accessToken })).body.data as Record<string, any>;
+    return { id: source.id as string, error, doc };
+  };
+  const found = async (id: string, words: string[]) => {
+    const out: string[] = [];
+    for (const w of words) if ((await owner.api.get(`/knowledge/search?q=${w}&sourceId=${id}`, { token: owner.accessToken })).body.data.length > 0) out.push(w);
+    return out;
+  };
+
+  it('crawls same-host links breadth first to the depth asked, skipping a later page that fails', async () => {
+    const deep = await runDirect({ url: `${siteUrl}start`, fetchMode: 'crawl', crawlDepth: 2 });
+    expect(deep.error).to.equal(null);
+    expect(deep.doc.status, JSON.stringify(deep.doc)).to.equal('indexed');
+    expect(await found(deep.id, ['harbour', 'anchor', 'buoy', 'compass'])).to.deep.equal(['harbour', 'anchor', 'buoy']);
+    // A single page follows no link, whatever depth is stored.
+    const single = await runDirect({ url: `${siteUrl}start`, fetchMode: 'single', crawlDepth: 3 });
+    expect(await found(single.id, ['harbour', 'anchor'])).to.deep.equal(['harbour']);
+    // A crawl without a stored depth goes one level.
+    const unset = await runDirect({ url: `${siteUrl}start`, fetchMode: 'crawl', crawlDepth: null });
+    expect(await found(unset.id, ['harbour', 'anchor', 'buoy'])).to.deep.equal(['harbour', 'anchor']);
+  });
+
+  it('stops at maxPages, and reads a page that is not HTML by its type', async () => {
+    const words = ['alpha', 'bravo', 'charlie', 'delta', 'echo'].map((w) => `codeword ${w}ish`);
+    const capped = await runDirect({ url: `${siteUrl}many`, fetchMode: 'crawl', crawlDepth: 1, maxPages: 3 });
+    expect(capped.doc.status).to.equal('indexed');
+    const texts = (await owner.api.get(`/knowledge/ai/${capped.id}/sync-info?organizationId=${owner.orgId}`, ai)).body.data.chunks.map((c: { content: string }) => c.content).join(' ');
+    expect(words.filter((w) => texts.toLowerCase().includes(w))).to.have.length(2);
+    const plain = await runDirect({ url: `${siteUrl}plain` });
+    expect(plain.doc.status).to.equal('indexed');
+    const info = (await owner.api.get(`/knowledge/ai/${plain.id}/sync-info?organizationId=${owner.orgId}`, ai)).body.data.chunks;
+    expect(info.map((c: { content: string }) => c.content)).to.deep.equal(['Plain lighthouse text.']);
+  });
+
+  it('retries a start page that fails three times, then fails for good; an address that is not public fails at once', async () => {
+    for (const attempt of [1, 3]) {
+      const retried = await runDirect({ url: `${siteUrl}missing` }, { attempt });
+      expect(retried.error?.name, `attempt ${attempt}`).to.equal('RetryLater');
+      expect(retried.doc).to.include({ status: 'queued', errorMessage: 'the page answered 404' });
+    }
+    const last = await runDirect({ url: `${siteUrl}missing` }, { attempt: 4 });
+    expect(last.error?.name).to.equal('GiveUp');
+    expect(last.doc).to.include({ status: 'failed', errorMessage: 'the page answered 404' });
+    const unsafe = await runDirect({ url: siteUrl }, { allowPrivate: false });
+    expect(unsafe.error?.name).to.equal('GiveUp');
+    expect(unsafe.doc).to.include({ status: 'failed', errorMessage: 'This URL cannot be fetched: the host is not a public address' });
+  });
+
+  it('queues the next sync of a URL source by its frequency, and none for a text source or a URL source never synced', async () => {
+    const syncJob = async (id: string) => (await t.server.db.knex('jobs').where({ queue: 'knowledge-index', dedupeKey: `sync:${id}` }).whereIn('status', ['pending', 'running']).select('runAt'))[0] as { runAt: Date } | undefined;
+    for (const [frequency, days] of [['daily', 1], ['weekly', 7], ['monthly', 30]] as const) {
+      const before = Date.now();
+      const synced = await runDirect({ url: siteUrl, syncFrequency: frequency });
+      expect(synced.doc.status).to.equal('indexed');
+      const job = await syncJob(synced.id);
+      expect(job, frequency).to.not.equal(undefined);
+      expect(new Date(job!.runAt).getTime()).to.be.within(before + days * 86_400_000, Date.now() + days * 86_400_000);
+    }
+    const never = await runDirect({ url: siteUrl, syncFrequency: 'never' });
+    expect(await syncJob(never.id)).to.equal(undefined);
+    const text = await runDirect({ source: 'text', content: 'Tide tables.', url: null, fetchMode: null, crawlDepth: null, maxPages: null, syncFrequency: 'daily' });
+    expect(text.doc.status).to.equal('indexed');
+    expect(await syncJob(text.id)).to.equal(undefined);
   });
 });
