@@ -242,6 +242,56 @@ describe('knowledge sources, rule by rule', function () {
     expect((await owner.api.get(`${path}/sync-info?organizationId=${owner.orgId}`, ai)).body.data.chunks.map((c: { embedded: boolean }) => c.embedded)).to.deep.equal([false, true]);
   });
 
+  it('fuses the full-text and embedding rankings by reciprocal rank, within the organization, the source and the limit asked', async () => {
+    const { server, baseUrl } = sharedServer();
+    const org = await signUp(server, baseUrl);
+    const them = await signUp(server, baseUrl);
+    const aiSearch = async (body: Record<string, unknown>, who = org) => {
+      const res = await who.api.post('/knowledge/ai/search', { organizationId: who.orgId, ...body }, ai);
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      return res.body.data as { chunkId: string; documentId: string; title: string; snippet: string; score: number }[];
+    };
+    // One chunk each: A mentions parcels most, B once, C not at all; by embedding B is nearest, then C, then A.
+    const sources: [string, string, number[], SignedUp][] = [
+      ['A', 'Parcels and parcels: parcels ship within two days.', [0.2, 0.1, 1], org],
+      ['B', 'Parcels can be returned.', [0, 1, 0], org],
+      ['C', 'Gift cards never expire.', [0, 1, 0.5], org],
+      ['Zero', 'An embedding of zeros matches nothing.', [0, 0, 0], org],
+      ['Short', 'An embedding of another model.', [0, 1], org],
+      ['Theirs', 'Parcels of another organization.', [0, 1, 0], them],
+    ];
+    const chunk: Record<string, string> = {};
+    const doc: Record<string, string> = {};
+    for (const [title, content, embedding, who] of sources) {
+      const created = await createIndexed({ title, source: 'text', content }, who);
+      const info = await who.api.get(`/knowledge/ai/${created.id}/sync-info?organizationId=${who.orgId}`, ai);
+      chunk[title] = info.body.data.chunks[0].chunkId;
+      doc[title] = created.id;
+      const put = await who.api.put(`/knowledge/ai/${created.id}/embeddings`, { organizationId: who.orgId, model: 'm', items: [{ chunkId: chunk[title], embedding }] }, ai);
+      expect(put.status, JSON.stringify(put.body)).to.equal(200);
+    }
+    const rrf = (...ranks: number[]) => ranks.reduce((sum, r) => sum + 1 / (60 + r), 0);
+    const fused = await aiSearch({ q: 'parcels', embedding: [0, 1, 0] });
+    expect(fused.map((h) => h.title)).to.deep.equal(['B', 'A', 'C']);
+    expect(fused.map((h) => h.chunkId)).to.deep.equal([chunk['B'], chunk['A'], chunk['C']]);
+    expect(fused.map((h) => h.documentId)).to.deep.equal([doc['B'], doc['A'], doc['C']]);
+    const expected = [rrf(2, 1), rrf(1, 3), rrf(2)];
+    fused.forEach((h, i) => expect(h.score, h.title).to.be.closeTo(expected[i]!, 1e-12));
+    expect(fused[0]!.snippet).to.equal('<b>Parcels</b> can be returned');
+    expect((await aiSearch({ q: 'parcels', embedding: [0, 1, 0], limit: 2 })).map((h) => h.title)).to.deep.equal(['B', 'A']);
+    const inC = await aiSearch({ q: 'parcels', embedding: [0, 1, 0], sourceId: doc['C'] });
+    expect(inC.map((h) => [h.title, h.score])).to.deep.equal([['C', rrf(1)]]);
+    const inA = await aiSearch({ q: 'parcels', embedding: [0, 1, 0], sourceId: doc['A'] });
+    expect(inA.map((h) => [h.title, h.score])).to.deep.equal([['A', rrf(1, 1)]]);
+    // Stop words alone: the embedding ranks alone, and the snippet is the chunk's start.
+    const vectorsOnly = await aiSearch({ q: 'the', embedding: [0, 1, 0] });
+    expect(vectorsOnly.map((h) => [h.title, h.score])).to.deep.equal([['B', rrf(1)], ['C', rrf(2)], ['A', rrf(3)]]);
+    expect(vectorsOnly[0]!.snippet).to.equal('Parcels can be returned.');
+    // An embedding of another length matches only the chunks of that length.
+    expect((await aiSearch({ q: 'the', embedding: [0, 1] })).map((h) => h.title)).to.deep.equal(['Short']);
+    expect((await aiSearch({ q: 'parcels', embedding: [0, 1, 0] }, them)).map((h) => h.title)).to.deep.equal(['Theirs']);
+  });
+
   it('counts file sources against the plan\'s limit too', async () => {
     const { server, baseUrl } = sharedServer();
     const small = await signUp(server, baseUrl);
