@@ -11,6 +11,7 @@ import { startTestServer, TEST_AI_SECRET, type TestServer } from './helpers/serv
 import { reachable } from './helpers/storage.js';
 import { JobQueue } from '../server/jobs/index.js';
 import { KnowledgeIndexer } from '../server/services/knowledge/index.js';
+import { chunkText } from '../server/services/knowledge/chunking.js';
 
 const ai = { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } };
 
@@ -424,5 +425,25 @@ describe('knowledge URL sources', function () {
     const text = await runDirect({ source: 'text', content: 'Tide tables.', url: null, fetchMode: null, crawlDepth: null, maxPages: null, syncFrequency: 'daily' });
     expect(text.doc.status).to.equal('indexed');
     expect(await syncJob(text.id)).to.equal(undefined);
+  });
+});
+
+describe('knowledge chunks', () => {
+  const words = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `w${from + i}`);
+
+  it('cuts 800 words with 100 of overlap, positions in order, the last chunk ending the text', () => {
+    expect(chunkText(words(800).join(' ')).map((c) => [c.position, c.tokenCount])).to.deep.equal([[0, 800]]);
+    expect(chunkText(words(801).join(' ')).map((c) => [c.position, c.tokenCount])).to.deep.equal([[0, 800], [1, 101]]);
+    const three = chunkText(words(1501).join(' '));
+    expect(three.map((c) => [c.position, c.tokenCount])).to.deep.equal([[0, 800], [1, 800], [2, 101]]);
+    expect(three[2]!.content).to.equal(words(101, 1400).join(' '));
+    expect(chunkText('one two three', 2, 1).map((c) => c.content)).to.deep.equal(['one two', 'two three']);
+    // An overlap as large as the chunk still moves on by one word.
+    expect(chunkText('one two three', 2, 2).map((c) => c.content)).to.deep.equal(['one two', 'two three']);
+  });
+
+  it('keeps no NUL (PostgreSQL text cannot hold it), and gives nothing for a text of blanks', () => {
+    expect(chunkText('Tide\u0000tables at\u0000 noon')[0]!.content).to.equal('Tidetables at noon');
+    expect(chunkText(' \n\t\r\n \u0000 ')).to.deep.equal([]);
   });
 });
