@@ -9,6 +9,7 @@ import { signUp, type SignedUp } from './helpers/factories.js';
 import { indexed } from './helpers/knowledge.js';
 import { startTestServer, TEST_AI_SECRET, type TestServer } from './helpers/server.js';
 import { reachable } from './helpers/storage.js';
+import { collect, connectOk } from './helpers/sockets.js';
 import { JobQueue } from '../server/jobs/index.js';
 import { KnowledgeIndexer } from '../server/services/knowledge/index.js';
 import { chunkText } from '../server/services/knowledge/chunking.js';
@@ -291,6 +292,30 @@ describe('knowledge sources, rule by rule', function () {
     // An embedding of another length matches only the chunks of that length.
     expect((await aiSearch({ q: 'the', embedding: [0, 1] })).map((h) => h.title)).to.deep.equal(['Short']);
     expect((await aiSearch({ q: 'parcels', embedding: [0, 1, 0] }, them)).map((h) => h.title)).to.deep.equal(['Theirs']);
+  });
+
+  it('tells agents how far indexing got: started, chunks written, indexed; or failed for a file without text', async () => {
+    const { server, baseUrl } = sharedServer();
+    const org = await signUp(server, baseUrl);
+    const socket = await connectOk(baseUrl, org.orgId, org.accessToken);
+    try {
+      const progress = collect(socket, 'knowledge_indexing_progress');
+      const ofSource = async (id: string, last: string) => {
+        for (let i = 0; i < 100 && !progress.some((p) => p.documentId === id && p.status === last); i++) await new Promise((r) => setTimeout(r, 50));
+        return progress.filter((p) => p.documentId === id).map((p) => [p.status, p.chunksDone, p.chunksTotal]);
+      };
+      const text = await createIndexed({ title: 'Two chunks', source: 'text', content: Array.from({ length: 1500 }, (_, i) => `w${i}`).join(' ') }, org);
+      expect(await ofSource(text.id, 'indexed')).to.deep.equal([['indexing', 0, 0], ['indexing', 2, 2], ['indexed', 2, 2]]);
+
+      const blank = Buffer.from('   \n\n   \t  \n');
+      const req = await requestUpload('Blank', blank, org);
+      await fetch(reachable(req.upload.url, baseUrl), { method: 'PUT', headers: req.upload.headers, body: new Uint8Array(blank) });
+      expect((await org.api.post(`/knowledge/${req.documentId}/confirm`, {}, { token: org.accessToken })).status).to.equal(200);
+      expect(await indexed(server, org, req.documentId)).to.include({ status: 'failed', errorMessage: 'The document has no text to index', chunkCount: 0 });
+      expect(await ofSource(req.documentId, 'failed')).to.deep.equal([['indexing', 0, 0], ['failed', 0, 0]]);
+    } finally {
+      socket.close();
+    }
   });
 
   it('counts file sources against the plan\'s limit too', async () => {
