@@ -445,6 +445,13 @@ describe('knowledge URL sources', function () {
       expect(job, frequency).to.not.equal(undefined);
       expect(new Date(job!.runAt).getTime()).to.be.within(before + days * 86_400_000, Date.now() + days * 86_400_000);
     }
+    // A reindex asked while the next sync waits is queued now, not folded into the sync days ahead.
+    const waiting = await runDirect({ url: siteUrl, syncFrequency: 'weekly' });
+    expect((await owner.api.post(`/knowledge/${waiting.id}/reindex`, {}, { token: owner.accessToken })).status).to.equal(202);
+    const now = await t.server.db.knex('jobs').where({ queue: 'knowledge-index', dedupeKey: `index:${waiting.id}` }).select('runAt');
+    expect(now, 'a job to index it now').to.have.length(1);
+    expect(new Date(now[0].runAt).getTime()).to.be.at.most(Date.now());
+    expect(await syncJob(waiting.id), 'the sync still waits').to.not.equal(undefined);
     const never = await runDirect({ url: siteUrl, syncFrequency: 'never' });
     expect(await syncJob(never.id)).to.equal(undefined);
     const text = await runDirect({ source: 'text', content: 'Tide tables.', url: null, fetchMode: null, crawlDepth: null, maxPages: null, syncFrequency: 'daily' });
