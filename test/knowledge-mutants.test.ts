@@ -109,6 +109,11 @@ describe('knowledge sources, rule by rule', function () {
     expect(renamed.body.data.status).to.equal('queued');
     expect((await indexed(server, owner, faq.id)).status).to.equal('indexed');
     expect((await owner.api.get(`/knowledge/search?q=islands&sourceId=${faq.id}`, tok())).body.data).to.have.length(1);
+    expect((await patch(faq.id, { catalog: 'Delivery' })).body.data.status, 'a FAQ\'s catalog is not indexed').to.equal('indexed');
+    const answered = await patch(faq.id, { content: 'Yes, by ferry.' });
+    expect([answered.status, answered.body.data.status]).to.deep.equal([200, 'queued']);
+    expect((await indexed(server, owner, faq.id)).status).to.equal('indexed');
+    expect((await owner.api.get(`/knowledge/search?q=ferry&sourceId=${faq.id}`, tok())).body.data).to.have.length(1);
   });
 
   it('pauses and resumes a source: a paused source is neither indexed nor reindexed, resuming queues it', async () => {
@@ -116,6 +121,9 @@ describe('knowledge sources, rule by rule', function () {
     const text = await createIndexed({ title: 'Pausable', source: 'text', content: 'Lanterns are lit at dusk.' });
     const paused = await patch(text.id, { isPaused: true });
     expect(paused.body.data.status).to.equal('paused');
+    // Pausing with new content in the same edit pauses.
+    const both = await createIndexed({ title: 'Pause and edit', source: 'text', content: 'Old words.' });
+    expect((await patch(both.id, { isPaused: true, content: 'New words.' })).body.data.status).to.equal('paused');
     // New content while paused is kept, but the source stays paused.
     expect((await patch(text.id, { content: 'Lanterns are lit at dawn.' })).body.data.status).to.equal('paused');
     const refused = await owner.api.post(`/knowledge/${text.id}/reindex`, {}, tok());
@@ -144,6 +152,7 @@ describe('knowledge sources, rule by rule', function () {
     const text = await create({ title: 'Not a file', source: 'text', content: 'words' });
     const confirm = await owner.api.post(`/knowledge/${text.id}/confirm`, {}, tok());
     expect([confirm.status, confirm.body.message]).to.deep.equal([400, 'Only file sources are confirmed']);
+    expect(confirm.body.error.details).to.deep.equal([{ field: 'documentId', message: 'is not a file source' }]);
     for (const [method, path] of [['patch', ''], ['post', '/reindex'], ['post', '/confirm'], ['delete', ''], ['get', '/view-url']] as const) {
       const res = method === 'patch' ? await other.api.patch(`/knowledge/${text.id}`, { title: 'x' }, { token: other.accessToken }) : method === 'post' ? await other.api.post(`/knowledge/${text.id}${path}`, {}, { token: other.accessToken }) : method === 'delete' ? await other.api.delete(`/knowledge/${text.id}`, { token: other.accessToken }) : await other.api.get(`/knowledge/${text.id}${path}`, { token: other.accessToken });
       expect([res.status, res.body.message], `${method} ${path}`).to.deep.equal([404, 'Knowledge source not found']);
@@ -192,10 +201,15 @@ describe('knowledge sources, rule by rule', function () {
     await fetch(reachable(lie.body.data.upload.url, baseUrl), { method: 'PUT', headers: lie.body.data.upload.headers, body: 'just some plain text' });
     expect((await owner.api.post(`/knowledge/${lie.body.data.documentId}/confirm`, {}, tok())).status).to.equal(400);
     expect((await owner.api.get(`/knowledge/${lie.body.data.documentId}`, tok())).body.data).to.include({ status: 'failed', errorMessage: 'The uploaded file did not match its declaration', objectId: null });
-    // Confirming again changes nothing.
+    // Confirming again changes nothing: no second indexing.
+    expect((await indexed(sharedServer().server, owner, pending.documentId)).status).to.equal('indexed');
     const again = await owner.api.post(`/knowledge/${pending.documentId}/confirm`, {}, tok());
-    expect(again.status).to.equal(200);
-    expect(again.body.data.status).to.not.equal('awaiting_upload');
+    expect([again.status, again.body.data.status]).to.deep.equal([200, 'indexed']);
+    // The file is the uploader's.
+    expect((await owner.api.get(`/storage/metadata/${pending.upload.objectId}`, tok())).body.data.createdBy).to.equal(owner.userId);
+    // The failed source has no file left to confirm.
+    const refused = await owner.api.post(`/knowledge/${lie.body.data.documentId}/confirm`, {}, tok());
+    expect([refused.status, refused.body.message]).to.deep.equal([400, 'Only file sources are confirmed']);
   });
 
   it('deletes a text source with its chunks', async () => {
