@@ -207,7 +207,8 @@ describe('knowledge sources, rule by rule', function () {
     expect([again.status, again.body.data.status]).to.deep.equal([200, 'indexed']);
     // The file is the uploader's.
     expect((await owner.api.get(`/storage/metadata/${pending.upload.objectId}`, tok())).body.data.createdBy).to.equal(owner.userId);
-    // The failed source has no file left to confirm.
+    // The failed source has no file left to confirm or to read.
+    expect((await owner.api.get(`/knowledge/${lie.body.data.documentId}/view-url`, tok())).body.data).to.deep.equal({ url: null, expiresAt: null });
     const refused = await owner.api.post(`/knowledge/${lie.body.data.documentId}/confirm`, {}, tok());
     expect([refused.status, refused.body.message]).to.deep.equal([400, 'Only file sources are confirmed']);
   });
@@ -361,6 +362,7 @@ describe('knowledge URL sources', function () {
       '/c': ['text/html', html('<p>Trust the compass.</p>')],
       '/many': ['text/html', html(['alpha', 'bravo', 'charlie', 'delta', 'echo'].map((w) => `<a href="/word/${w}">${w}</a>`).join(' '))],
       '/plain': ['text/plain', 'Plain lighthouse text.'],
+      '/xhtml': ['application/xhtml+xml', '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>Semaphore flags.</p><a href="/c">C</a></body></html>'],
     };
     site = createServer((req, res) => {
       const word = /^\/word\/(\w+)$/.exec(req.url ?? '');
@@ -433,6 +435,10 @@ describe('knowledge URL sources', function () {
     expect(plain.doc.status).to.equal('indexed');
     const info = (await owner.api.get(`/knowledge/ai/${plain.id}/sync-info?organizationId=${owner.orgId}`, ai)).body.data.chunks;
     expect(info.map((c: { content: string }) => c.content)).to.deep.equal(['Plain lighthouse text.']);
+    // XHTML is read as HTML, its links followed.
+    const xhtml = await runDirect({ url: `${siteUrl}xhtml`, fetchMode: 'crawl', crawlDepth: 1 });
+    expect(xhtml.doc.status, JSON.stringify(xhtml.doc)).to.equal('indexed');
+    expect(await found(xhtml.id, ['semaphore', 'compass'])).to.deep.equal(['semaphore', 'compass']);
   });
 
   it('retries a start page that fails three times, then fails for good; an address that is not public fails at once', async () => {
