@@ -365,6 +365,7 @@ describe('knowledge URL sources', function () {
       '/xhtml': ['application/xhtml+xml', '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>Semaphore flags.</p><a href="/c">C</a></body></html>'],
     };
     site = createServer((req, res) => {
+      if (req.url === '/hook') return void req.resume().on('end', () => res.writeHead(200).end('ok'));
       const word = /^\/word\/(\w+)$/.exec(req.url ?? '');
       if (word) return void res.writeHead(200, { 'content-type': 'text/html' }).end(html(`<p>Codeword ${word[1]}ish.</p>`));
       const page = pages[req.url ?? ''];
@@ -373,8 +374,10 @@ describe('knowledge URL sources', function () {
     });
     await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
     siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}/`;
-    t = await startTestServer({ KNOWLEDGE_FETCH_ALLOW_PRIVATE: 'true' });
+    t = await startTestServer({ KNOWLEDGE_FETCH_ALLOW_PRIVATE: 'true', WEBHOOKS_ALLOW_PRIVATE: 'true' });
     owner = await signUp(t.server, t.baseUrl);
+    const hook = await owner.api.post('/webhooks', { url: `${siteUrl}hook`, events: ['knowledge.*'] }, { token: owner.accessToken });
+    expect(hook.status, JSON.stringify(hook.body)).to.equal(201);
   });
   after(async () => {
     await t?.stop();
@@ -402,6 +405,7 @@ describe('knowledge URL sources', function () {
     const [source] = await t.server.db.knex('knowledge_sources').insert({ organizationId: owner.orgId, title: 'Direct', source: 'url', status: 'queued', fetchMode: 'single', crawlDepth: 0, maxPages: 100, ...row }).returning('id');
     const jobs = new JobQueue(t.server.db.knex, t.server.logger);
     const indexer = new KnowledgeIndexer({ models: t.server.db.models, knex: t.server.db.knex, driver: t.server.services.storage.driver, events: t.server.events, logger: t.server.logger, jobs, workers: 1, allowPrivate: opts.allowPrivate ?? true, notifications: t.server.services.notifications });
+    indexer.outbox = t.server.services.webhooks;
     const error = await indexer.run({ id: 'direct', queue: 'knowledge-index', organizationId: owner.orgId, payload: { sourceId: source.id }, attempt: opts.attempt ?? 1 }).then(() => null, (err: Error) => err);
     const doc = (await owner.api.get(`/knowledge/${source.id}`, { token: owner.accessToken })).body.data as Record<string, any>;
     return { id: source.id as string, error, doc };
@@ -441,15 +445,19 @@ describe('knowledge URL sources', function () {
     expect(await found(xhtml.id, ['semaphore', 'compass'])).to.deep.equal(['semaphore', 'compass']);
   });
 
-  it('retries a start page that fails three times, then fails for good; an address that is not public fails at once', async () => {
+  it('retries a start page that fails three times, then fails for good (knowledge.failed then only); an address that is not public fails at once', async () => {
+    const failedEvents = async (id: string) => (await t.server.db.knex('webhook_deliveries').where({ organizationId: owner.orgId, eventType: 'knowledge.failed' }).select('payload')).filter((d: { payload: { document: { id: string } } }) => d.payload.document.id === id);
     for (const attempt of [1, 3]) {
       const retried = await runDirect({ url: `${siteUrl}missing` }, { attempt });
       expect(retried.error?.name, `attempt ${attempt}`).to.equal('RetryLater');
       expect(retried.doc).to.include({ status: 'queued', errorMessage: 'the page answered 404' });
+      expect(await failedEvents(retried.id), 'no knowledge.failed for a retry').to.have.length(0);
     }
     const last = await runDirect({ url: `${siteUrl}missing` }, { attempt: 4 });
     expect(last.error?.name).to.equal('GiveUp');
     expect(last.doc).to.include({ status: 'failed', errorMessage: 'the page answered 404' });
+    const [event] = await failedEvents(last.id);
+    expect(event!.payload).to.deep.include({ error: 'the page answered 404', attempts: 4 });
     const unsafe = await runDirect({ url: siteUrl }, { allowPrivate: false });
     expect(unsafe.error?.name).to.equal('GiveUp');
     expect(unsafe.doc).to.include({ status: 'failed', errorMessage: 'This URL cannot be fetched: the host is not a public address' });
