@@ -362,6 +362,7 @@ describe('knowledge URL sources', function () {
       '/c': ['text/html', html('<p>Trust the compass.</p>')],
       '/many': ['text/html', html(['alpha', 'bravo', 'charlie', 'delta', 'echo'].map((w) => `<a href="/word/${w}">${w}</a>`).join(' '))],
       '/plain': ['text/plain', 'Plain lighthouse text.'],
+      '/loop': ['text/html', html('<p>Loop page.</p><a href="/loop">Self</a> <a href="/c">C</a> <a href="/c#again">C again</a> <a href="/a">A</a>')],
       '/xhtml': ['application/xhtml+xml', '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>Semaphore flags.</p><a href="/c">C</a></body></html>'],
     };
     site = createServer((req, res) => {
@@ -424,6 +425,10 @@ describe('knowledge URL sources', function () {
     // A single page follows no link, whatever depth is stored.
     const single = await runDirect({ url: `${siteUrl}start`, fetchMode: 'single', crawlDepth: 3 });
     expect(await found(single.id, ['harbour', 'anchor'])).to.deep.equal(['harbour']);
+    // Every page once: not the start page again, not a page two links lead to.
+    const loop = await runDirect({ url: `${siteUrl}loop`, fetchMode: 'crawl', crawlDepth: 2 });
+    const text = (await owner.api.get(`/knowledge/ai/${loop.id}/sync-info?organizationId=${owner.orgId}`, ai)).body.data.chunks.map((c: { content: string }) => c.content).join(' ');
+    expect([text.match(/Loop page/g)?.length, text.match(/compass/g)?.length, text.match(/anchor/g)?.length, text.match(/buoy/g)?.length]).to.deep.equal([1, 1, 1, 1]);
     // A crawl without a stored depth goes one level.
     const unset = await runDirect({ url: `${siteUrl}start`, fetchMode: 'crawl', crawlDepth: null });
     expect(await found(unset.id, ['harbour', 'anchor', 'buoy'])).to.deep.equal(['harbour', 'anchor']);
