@@ -20,7 +20,7 @@ describe('knowledge events', function () {
   const tok = () => ({ token: owner.accessToken });
 
   const notesOf = async (who: { api: SignedUp['api']; accessToken: string }) =>
-    ((await who.api.get('/notifications', { token: who.accessToken })).body.data as { type: string; data: Record<string, unknown> }[]).filter((n) => n.type === 'knowledge_failed');
+    ((await who.api.get('/notifications', { token: who.accessToken })).body.data as { type: string; title: string; body: string; data: Record<string, unknown> }[]).filter((n) => n.type === 'knowledge_failed');
 
   before(async () => {
     server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true' });
@@ -75,7 +75,8 @@ describe('knowledge events', function () {
     for (const who of [owner, admin]) {
       const notes = await notesOf(who);
       expect(notes, 'one notification per admin').to.have.length(1);
-      expect(notes[0]!.data).to.include({ documentId: id });
+      expect(notes[0]!.data).to.include({ documentId: id, source: 'file' });
+      expect(notes[0]).to.include({ title: '"Price list" could not be indexed', body: done.errorMessage });
     }
     expect(await notesOf(agent)).to.have.length(0);
   });

@@ -23,7 +23,7 @@ describe('knowledge: restarts, crawling and the AI assist service', function () 
   let siteUrl: string;
   let assistCalls: { secret: string | undefined; body: Record<string, unknown> }[] = [];
   let assistFails = false;
-  let t: TestServer | null = null;
+  let t!: TestServer;
 
   const env = () => ({ DATA_DIR: dataDir, KNOWLEDGE_FETCH_ALLOW_PRIVATE: 'true', AI_ASSIST_URL: `${siteUrl}/assist` });
 
@@ -49,6 +49,8 @@ describe('knowledge: restarts, crawling and the AI assist service', function () 
     });
     await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
     siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+    // Started here, not in the first test: each test must be able to run alone.
+    t = await startTestServer(env());
   });
   after(async () => {
     await t?.stop();
@@ -57,7 +59,6 @@ describe('knowledge: restarts, crawling and the AI assist service', function () 
   });
 
   it('finishes after a restart an indexing job whose instance died mid-job', async () => {
-    t = await startTestServer(env());
     let owner: SignedUp = await signUp(t.server, t.baseUrl);
     const created = await owner.api.post('/knowledge', { title: 'Lighthouse manual', source: 'text', content: 'The lighthouse lamp is cleaned every morning. '.repeat(300) }, { token: owner.accessToken });
     expect(created.status, JSON.stringify(created.body)).to.equal(201);

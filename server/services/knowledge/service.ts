@@ -147,7 +147,9 @@ export class KnowledgeService {
       let reindex = input.content !== undefined || (input.title !== undefined && source.source === 'faq');
       if (input.isPaused === true) patch.status = 'paused';
       if (input.isPaused === false && source.status === 'paused') reindex = true;
-      if (reindex && patch.status !== 'paused' && source.status !== 'awaiting_upload') patch.status = 'queued';
+      // Only `isPaused: false` resumes: new content of a paused source is kept and indexed when it is resumed.
+      const staysPaused = source.status === 'paused' && input.isPaused !== false;
+      if (reindex && patch.status !== 'paused' && !staysPaused && source.status !== 'awaiting_upload') patch.status = 'queued';
       const updated = await this.models.KnowledgeSource.forOrg(orgId, trx).patchAndFetchById(id, patch);
       if (patch.status === 'queued') await this.deps.indexer.enqueue(updated, trx);
       return updated;
