@@ -116,7 +116,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
     defineRoute({
       method: 'patch', path: '/knowledge/:documentId', operationId: 'updateKnowledge', tag, auth: admin,
       summary: 'Edit a source; new content reindexes it, `isPaused` pauses or resumes it (the status itself is never set)',
-      description: 'A file source still awaiting its upload cannot be paused (400): confirm the upload first. Only `isPaused: false` resumes a paused source: new content of a paused source is kept and indexed when it is resumed.',
+      description: 'A file source still awaiting its upload cannot be paused (400): confirm the upload first. Only `isPaused: false` resumes a paused source: new content of a paused source is kept and indexed when it is resumed. A source paused while it is being indexed stays paused when that run ends (what it indexed is kept).',
       params: params('documentId'),
       body: { ...object({ title, catalog: { type: ['string', 'null'], maxLength: 100 }, content: sourceContent, isPaused: { type: 'boolean' }, syncFrequency }), minProperties: 1 },
       response: { status: 200, description: 'Source', data: KnowledgeSourceView },

@@ -351,6 +351,9 @@ describe('knowledge URL sources', function () {
   let site: Server;
   let siteUrl: string;
   let owner: SignedUp;
+  // `/slow` answers only once `openSlow` is called; `slowAsked` resolves when it is asked for.
+  let openSlow = () => {};
+  let slowAsked: Promise<void> = Promise.resolve();
 
   before(async () => {
     const html = (body: string) => `<html><body>${body}</body></html>`;
@@ -367,6 +370,10 @@ describe('knowledge URL sources', function () {
     };
     site = createServer((req, res) => {
       if (req.url === '/hook') return void req.resume().on('end', () => res.writeHead(200).end('ok'));
+      if (req.url === '/slow' || req.url === '/slow-missing') {
+        const answer = () => (req.url === '/slow' ? res.writeHead(200, { 'content-type': 'text/html' }).end(html('<p>Tide tables for sailors.</p>')) : res.writeHead(404).end());
+        return void slowStarted(answer);
+      }
       const word = /^\/word\/(\w+)$/.exec(req.url ?? '');
       if (word) return void res.writeHead(200, { 'content-type': 'text/html' }).end(html(`<p>Codeword ${word[1]}ish.</p>`));
       const page = pages[req.url ?? ''];
@@ -383,6 +390,37 @@ describe('knowledge URL sources', function () {
   after(async () => {
     await t?.stop();
     site?.close();
+  });
+  let slowStarted: (answer: () => void) => void = (answer) => answer();
+  const holdSlowPage = () => {
+    let asked!: () => void;
+    slowAsked = new Promise<void>((r) => (asked = r));
+    const gate = new Promise<void>((r) => (openSlow = r));
+    slowStarted = (answer) => {
+      asked();
+      void gate.then(answer);
+    };
+  };
+
+  it('keeps a source paused when it was paused while being indexed, whether the run succeeds or fails; resuming indexes it again', async () => {
+    const tok = { token: owner.accessToken };
+    for (const [path, outcome] of [['slow', 'indexed'], ['slow-missing', 'failed']] as const) {
+      holdSlowPage();
+      const run = runDirect({ url: `${siteUrl}${path}` }, { attempt: 4 });
+      await slowAsked;
+      const [row] = await t.server.db.knex('knowledge_sources').where({ organizationId: owner.orgId, url: `${siteUrl}${path}` }).select('id');
+      const paused = await owner.api.patch(`/knowledge/${row.id}`, { isPaused: true }, tok);
+      expect([paused.status, paused.body.data?.status], path).to.deep.equal([200, 'paused']);
+      openSlow();
+      const ran = await run;
+      expect(ran.doc.status, `${path}: ${JSON.stringify(ran.doc)}`).to.equal('paused');
+      if (outcome === 'indexed') expect(ran.doc.chunkCount, path).to.equal(1);
+      else expect(ran.doc.errorMessage, path).to.equal('the page answered 404');
+      // Resuming queues it to be indexed again.
+      slowStarted = (answer) => answer();
+      const resumed = await owner.api.patch(`/knowledge/${row.id}`, { isPaused: false }, tok);
+      expect(resumed.body.data.status, path).to.equal('queued');
+    }
   });
 
   it('keeps a URL source\'s address and crawl options, defaults a single page to depth 0 and a crawl to depth 1, and shows its address to read', async () => {

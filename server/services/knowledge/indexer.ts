@@ -38,6 +38,14 @@ export interface IndexerDeps {
   notifications: NotificationService;
 }
 
+/**
+ * The status a finished run writes, unless the source was paused while it ran: pausing wins (its chunks are kept, and
+ * resuming indexes it again), where the run's own write would have silently resumed it.
+ */
+function unlessPaused(knex: Knex, status: 'indexed' | 'failed' | 'queued'): KnowledgeStatus {
+  return knex.raw("case when status = 'paused' then 'paused' else ? end", [status]) as unknown as KnowledgeStatus;
+}
+
 export class KnowledgeIndexer {
   /** Set when webhooks are on: `knowledge.indexed` and `knowledge.failed` are recorded with the status change. */
   outbox: Outbox | null = null;
@@ -65,7 +73,7 @@ export class KnowledgeIndexer {
     try {
       const chunks = chunkText(await this.textOf(source));
       if (chunks.length === 0) throw new GiveUp('The document has no text to index');
-      await knex.transaction(async (trx) => {
+      const finished = await knex.transaction(async (trx) => {
         await trx('knowledge_chunks').where({ sourceId: source.id }).delete();
         for (let i = 0; i < chunks.length; i += BATCH) {
           const rows = chunks.slice(i, i + BATCH).map((c) => ({ organizationId: source.organizationId, sourceId: source.id, position: c.position, content: c.content, tokenCount: c.tokenCount }));
@@ -73,21 +81,23 @@ export class KnowledgeIndexer {
           // Progress of the work, not an announcement of rows: the chunks become searchable at commit.
           this.progress(source, 'indexing', Math.min(i + BATCH, chunks.length), chunks.length);
         }
-        const done = await models.KnowledgeSource.forOrg(source.organizationId, trx).patchAndFetchById(source.id, { status: 'indexed', chunkCount: chunks.length, errorMessage: null, indexedAt: new Date(), updatedAt: new Date() });
+        const done = await models.KnowledgeSource.forOrg(source.organizationId, trx).patchAndFetchById(source.id, { status: unlessPaused(trx, 'indexed'), chunkCount: chunks.length, errorMessage: null, indexedAt: new Date(), updatedAt: new Date() });
         if (done) await this.outbox?.record(trx, source.organizationId, 'knowledge.indexed', () => ({ document: presentKnowledgeSource(done) }));
         const days = SYNC_PERIOD_DAYS[source.syncFrequency];
         if (days && source.source === 'url') await this.enqueue(source, trx, new Date(Date.now() + days * 86_400_000));
+        return done;
       });
-      this.progress(source, 'indexed', chunks.length, chunks.length);
+      this.progress(source, finished?.status ?? 'indexed', chunks.length, chunks.length);
     } catch (err) {
       const message = (err instanceof Error ? err.message : 'indexing failed').slice(0, 1000);
       const final = err instanceof GiveUp || err instanceof ValidationFailed || job.attempt > RETRY_DELAYS.length;
-      await knex.transaction(async (trx) => {
-        const changed = await models.KnowledgeSource.forOrg(source.organizationId, trx).patchAndFetchById(source.id, { status: final ? 'failed' : 'queued', errorMessage: message, updatedAt: new Date() });
+      const changed = await knex.transaction(async (trx) => {
+        const changed = await models.KnowledgeSource.forOrg(source.organizationId, trx).patchAndFetchById(source.id, { status: unlessPaused(trx, final ? 'failed' : 'queued'), errorMessage: message, updatedAt: new Date() });
         // Deleted while it ran: no event about a source that is gone.
         if (final && changed) await this.outbox?.record(trx, source.organizationId, 'knowledge.failed', () => ({ document: presentKnowledgeSource(changed), error: message, attempts: job.attempt }));
+        return changed;
       });
-      this.progress(source, final ? 'failed' : 'queued', 0, 0);
+      this.progress(source, changed?.status ?? (final ? 'failed' : 'queued'), 0, 0);
       if (final) {
         await this.notifyAdmins(source, message);
         throw new GiveUp(message);
