@@ -9,10 +9,12 @@ import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { addMember, signUp, type SignedUp } from './helpers/factories.js';
 import { newVisitor, startConversation } from './helpers/live.js';
+import { waitFor } from './helpers/wait.js';
 import { PDF, PNG, reachable, upload } from './helpers/storage.js';
 import { AppError } from '../server/errors.js';
 import type { LocalDriver } from '../server/storage/local.js';
 import { contentMatches } from '../server/storage/rules.js';
+import { STORAGE_SWEEP_QUEUE } from '../server/storage/sweep.js';
 
 const MiB = 1024 * 1024;
 
@@ -360,6 +362,20 @@ describe('storage: the rules at their edges', function () {
     expect(await refusal('application/x-msdownload', Buffer.from('MZ'))).to.deep.equal([400, 'application/x-msdownload is not allowed for channel_media files', [{ field: 'mimeType', message: 'not an allowed type' }]]);
     expect(await refusal('text/plain', Buffer.alloc(0))).to.deep.equal([400, 'A channel_media file is at most 25 MiB', [{ field: 'sizeBytes', message: `must be 1..${25 * MiB}` }]]);
     expect(await refusal('image/png', PDF)).to.deep.equal([400, "The file's content is not image/png", [{ field: 'mimeType', message: 'does not match the content' }]]);
+  });
+
+  it('the sweep job goes on past a full batch until the uploads left behind are all gone', async () => {
+    const { server } = sharedServer();
+    const org = await signUp(server, sharedServer().baseUrl);
+    const knex = server.db.knex;
+    // Older than anything else pending, so the job's first batch of 500 is these and the 501st is left for a second.
+    const rows = Array.from({ length: 501 }, (_, i) => ({ organizationId: org.orgId, key: `org/${org.orgId}/attachment/${randomUUID()}/old.txt`, purpose: 'attachment', fileName: 'old.txt', mimeType: 'text/plain', sizeBytes: 1, status: 'pending', createdAt: new Date(Date.UTC(1990, 0, 1, 0, 0, i)) }));
+    await knex.batchInsert('storage_objects', rows, 200);
+    const left = async () => Number((await knex('storage_objects').where({ organizationId: org.orgId }).count({ n: '*' }))[0]!.n);
+    // The job runs here or on the queue's own worker: wait for it to be done either way.
+    const { id } = await server.jobs.enqueue(STORAGE_SWEEP_QUEUE, {});
+    await waitFor(async () => (await server.jobs.drain(STORAGE_SWEEP_QUEUE), (await knex('jobs').where({ id }).first())?.status === 'done'), { timeoutMs: 50_000, what: 'the sweep job' });
+    expect(await left()).to.equal(0);
   });
 });
 
