@@ -93,4 +93,18 @@ describe('message attachments', function () {
     expect(agentAck.success).to.equal(true);
     expect(agentAck.data.message.attachments).to.have.length(1);
   });
+
+  it("a visitor reaches the files of the conversation's public messages, never those of an internal note", async () => {
+    const { baseUrl } = sharedServer();
+    const note = await upload(owner.api, owner.accessToken, baseUrl, { name: 'internal.pdf', type: 'application/pdf', bytes: PDF });
+    const shown = await upload(owner.api, owner.accessToken, baseUrl, { name: 'shown.pdf', type: 'application/pdf', bytes: PDF });
+    const tok = { token: owner.accessToken };
+    expect((await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'For the team only', private: true, attachments: [note.objectId] }, tok)).status).to.equal(201);
+    expect((await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'For you', attachments: [shown.objectId] }, tok)).status).to.equal(201);
+    const ask = (objectId: string) => visitor.api.post('/widget/storage/presigned-download', { objectId }, { token: visitor.token });
+    expect((await ask(shown.objectId)).status).to.equal(200);
+    const refused = await ask(note.objectId);
+    expect([refused.status, refused.body.message]).to.deep.equal([404, 'File not found']);
+  });
 });
+
