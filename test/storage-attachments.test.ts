@@ -103,6 +103,9 @@ describe('message attachments', function () {
     expect((await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'For you', attachments: [shown.objectId] }, tok)).status).to.equal(201);
     const ask = (objectId: string) => visitor.api.post('/widget/storage/presigned-download', { objectId }, { token: visitor.token });
     expect((await ask(shown.objectId)).status).to.equal(200);
+    // The visitor's own upload, not sent yet, is the visitor's to read.
+    const own = await upload(visitor.api, visitor.token, baseUrl, { name: 'mine.png', type: 'image/png', bytes: PNG }, { widget: true });
+    expect((await ask(own.objectId)).status).to.equal(200);
     const refused = await ask(note.objectId);
     expect([refused.status, refused.body.message]).to.deep.equal([404, 'File not found']);
   });
