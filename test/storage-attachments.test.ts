@@ -109,5 +109,15 @@ describe('message attachments', function () {
     const refused = await ask(note.objectId);
     expect([refused.status, refused.body.message]).to.deep.equal([404, 'File not found']);
   });
+
+  it('attaches only uploaded attachments: an avatar or a pending file is refused, naming the id', async () => {
+    const { baseUrl } = sharedServer();
+    const avatar = await upload(owner.api, owner.accessToken, baseUrl, { name: 'me.png', type: 'image/png', bytes: PNG }, { purpose: 'avatar' });
+    const pending = await owner.api.post('/storage/presigned-upload', { fileName: 'p.pdf', mimeType: 'application/pdf', sizeBytes: PDF.length, purpose: 'attachment' }, { token: owner.accessToken });
+    for (const objectId of [avatar.objectId, pending.body.data.objectId as string]) {
+      const res = await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'x', attachments: [objectId] }, { token: owner.accessToken });
+      expect([res.status, res.body.message, res.body.error.details]).to.deep.equal([400, 'An attachment is not usable', [{ field: 'attachments', message: `${objectId} is not an uploaded attachment you may send` }]]);
+    }
+  });
 });
 
