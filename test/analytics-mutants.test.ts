@@ -1,9 +1,12 @@
 // The analytics service's own choices, over HTTP: the organization's zone when the query names none (owner views count
-// in UTC), the owner's list of organizations read leniently but checked strictly, and the 60-second cache.
+// in UTC), the owner's list of organizations read leniently but checked strictly, the 60-second cache (a failed
+// computation not kept in it), an owner view mixing read paths; and the rollup job's period and its failures' warning.
 import { expect } from 'chai';
 import { expectApiError, expectApiSuccess } from './helpers/auth.js';
 import { addMember, signUp, type SignedUp } from './helpers/factories.js';
 import { sharedServer } from './helpers/hooks.js';
+import { captureLogs } from './helpers/logs.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
 
 const get = async (who: SignedUp, path: string) => who.api.get(path, { token: who.accessToken });
 
@@ -11,6 +14,17 @@ const get = async (who: SignedUp, path: string) => who.api.get(path, { token: wh
 async function withClockAhead<T>(offsetMs: number, body: () => Promise<T>): Promise<T> {
   const realNow = Date.now;
   Date.now = () => realNow() + offsetMs;
+  try {
+    return await body();
+  } finally {
+    Date.now = realNow;
+  }
+}
+
+/** Runs `body` with Date.now standing still at `at`. */
+async function withClockAt<T>(at: number, body: () => Promise<T>): Promise<T> {
+  const realNow = Date.now;
+  Date.now = () => at;
   try {
     return await body();
   } finally {
@@ -146,13 +160,109 @@ describe("Analytics: the organization's zone, the owner's organizations and the 
     const { server, baseUrl } = sharedServer();
     const owner = await signUp(server, baseUrl);
     const path = '/analytics/summary?from=2026-06-01&to=2026-06-01&timezone=UTC';
+    // The answer is cached at some moment after `asked`: 59 seconds after `asked` it is still fresh, however long the
+    // requests take on a busy machine (the clock stands still meanwhile).
+    const asked = Date.now();
     const first = expectApiSuccess(await get(owner, path), 200);
     await server.db.knex('conversations').insert({ organization_id: owner.orgId, status: 'open', created_at: new Date('2026-06-01T10:00:00Z') });
-    const cached = await withClockAhead(59_000, async () => expectApiSuccess(await get(owner, path), 200));
+    const cached = await withClockAt(asked + 59_000, async () => expectApiSuccess(await get(owner, path), 200));
     expect(cached.generatedAt).to.equal(first.generatedAt);
     expect(cached.conversations.started).to.equal(0);
     const fresh = await withClockAhead(61_000, async () => expectApiSuccess(await get(owner, path), 200));
     expect(fresh.generatedAt).to.not.equal(first.generatedAt);
     expect(fresh.conversations.started).to.equal(1);
   });
+
+  it('an owner view over organizations read on different paths says its percentiles come from the histograms', async () => {
+    const { server, baseUrl } = sharedServer();
+    const svc = server.services.analytics;
+    const owner = await signUp(server, baseUrl, { organizationName: 'Busy shop' });
+    const quiet = expectApiSuccess(await owner.api.post('/organizations', { name: 'Quiet shop' }, { token: owner.accessToken }), 201);
+    const at = (h: number) => new Date(Date.UTC(2026, 6, 1, h, 7));
+    await server.db.knex('conversations').insert([
+      ...[10, 11, 12].map((h) => ({ organization_id: owner.orgId, status: 'open', created_at: at(h), updated_at: at(h), first_response_at: new Date(at(h).getTime() + h * 1000) })),
+      { organization_id: quiet.id, status: 'open', created_at: at(13), updated_at: at(13), first_response_at: new Date(at(13).getTime() + 5000) },
+    ]);
+    await svc.rollup.recount(owner.orgId);
+    await svc.rollup.recount(quiet.id);
+    // Above two conversations a period is read from the aggregates: the busy shop (3) and the totals (4) are, the
+    // quiet shop (1) is read exactly. One histogram among the answers makes the view's percentiles approximate.
+    svc.exactRows = 2;
+    try {
+      const view = expectApiSuccess(await get(owner, `/analytics/owner/summary?from=2026-07-01&to=2026-07-01&organizationIds=${owner.orgId},${quiet.id}`), 200);
+      expect([view.percentiles, view.totals.conversations.started]).to.deep.equal(['histogram', 4]);
+      const quietAlone = expectApiSuccess(await get(owner, `/analytics/owner/summary?from=2026-07-01&to=2026-07-01&organizationIds=${quiet.id}`), 200);
+      expect([quietAlone.percentiles, quietAlone.totals.conversations.started]).to.deep.equal(['exact', 1]);
+    } finally {
+      svc.exactRows = 10_000;
+    }
+  });
+
+  it('forgets a computation that failed: the same query asked again is computed again', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const path = '/analytics/summary?from=2026-06-03&to=2026-06-03&timezone=UTC';
+    const db = server.db;
+    const readOnly = db.readOnly;
+    // The database fails the next analytics read once.
+    db.readOnly = () => {
+      db.readOnly = readOnly;
+      return Promise.reject(new Error('connection terminated unexpectedly'));
+    };
+    try {
+      expect((await get(owner, path)).status).to.equal(500);
+    } finally {
+      db.readOnly = readOnly;
+    }
+    const again = expectApiSuccess(await get(owner, path), 200);
+    expect(again.conversations.started).to.equal(0);
+  });
 });
+
+describe('Analytics: the message rollup job of a running server', function () {
+  this.timeout(120_000);
+  let app: TestServer;
+  const logs = captureLogs('info');
+
+  before(async () => {
+    app = await startTestServer({}, { logger: logs.logger });
+  });
+  after(async () => {
+    await app?.stop();
+  });
+
+  it('runs every 15 seconds, and logs a run that failed as a warning', async () => {
+    const { rollup } = app.server.services.analytics;
+    const knex = app.server.db.knex;
+    // The job's clock: the period it asks for, and its tick, run by hand below.
+    const realSetInterval = globalThis.setInterval;
+    const scheduled: { tick: () => void; ms: number | undefined }[] = [];
+    await rollup.stop();
+    globalThis.setInterval = ((tick: () => void, ms?: number) => {
+      scheduled.push({ tick, ms });
+      return realSetInterval(tick, ms);
+    }) as typeof setInterval;
+    try {
+      rollup.start();
+    } finally {
+      globalThis.setInterval = realSetInterval;
+    }
+    expect(scheduled.map((s) => s.ms)).to.deep.equal([15_000]);
+    // A run that fails (the database refuses to move the watermark) is logged, and the job goes on.
+    await knex.raw(`create or replace function rollup_state_refused() returns trigger language plpgsql as $$ begin raise exception 'rollup state is read-only'; end $$`);
+    await knex.raw('create trigger rollup_state_refused before update on message_rollup_state for each row execute function rollup_state_refused()');
+    try {
+      for (let i = 0; i < 100 && !logs.matching(40, 'rolling up message counts failed').length; i++) {
+        scheduled[0]!.tick();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      await knex.raw('drop trigger rollup_state_refused on message_rollup_state');
+      await knex.raw('drop function rollup_state_refused()');
+    }
+    const [warned] = logs.matching(40, 'rolling up message counts failed');
+    expect((warned?.err as { message?: string } | undefined)?.message).to.match(/rollup state is read-only/);
+    expect((await rollup.run({ wait: true })).skipped).to.equal(false);
+  });
+});
+

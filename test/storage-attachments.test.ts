@@ -93,4 +93,31 @@ describe('message attachments', function () {
     expect(agentAck.success).to.equal(true);
     expect(agentAck.data.message.attachments).to.have.length(1);
   });
+
+  it("a visitor reaches the files of the conversation's public messages, never those of an internal note", async () => {
+    const { baseUrl } = sharedServer();
+    const note = await upload(owner.api, owner.accessToken, baseUrl, { name: 'internal.pdf', type: 'application/pdf', bytes: PDF });
+    const shown = await upload(owner.api, owner.accessToken, baseUrl, { name: 'shown.pdf', type: 'application/pdf', bytes: PDF });
+    const tok = { token: owner.accessToken };
+    expect((await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'For the team only', private: true, attachments: [note.objectId] }, tok)).status).to.equal(201);
+    expect((await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'For you', attachments: [shown.objectId] }, tok)).status).to.equal(201);
+    const ask = (objectId: string) => visitor.api.post('/widget/storage/presigned-download', { objectId }, { token: visitor.token });
+    expect((await ask(shown.objectId)).status).to.equal(200);
+    // The visitor's own upload, not sent yet, is the visitor's to read.
+    const own = await upload(visitor.api, visitor.token, baseUrl, { name: 'mine.png', type: 'image/png', bytes: PNG }, { widget: true });
+    expect((await ask(own.objectId)).status).to.equal(200);
+    const refused = await ask(note.objectId);
+    expect([refused.status, refused.body.message]).to.deep.equal([404, 'File not found']);
+  });
+
+  it('attaches only uploaded attachments: an avatar or a pending file is refused, naming the id', async () => {
+    const { baseUrl } = sharedServer();
+    const avatar = await upload(owner.api, owner.accessToken, baseUrl, { name: 'me.png', type: 'image/png', bytes: PNG }, { purpose: 'avatar' });
+    const pending = await owner.api.post('/storage/presigned-upload', { fileName: 'p.pdf', mimeType: 'application/pdf', sizeBytes: PDF.length, purpose: 'attachment' }, { token: owner.accessToken });
+    for (const objectId of [avatar.objectId, pending.body.data.objectId as string]) {
+      const res = await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'x', attachments: [objectId] }, { token: owner.accessToken });
+      expect([res.status, res.body.message, res.body.error.details]).to.deep.equal([400, 'An attachment is not usable', [{ field: 'attachments', message: `${objectId} is not an uploaded attachment you may send` }]]);
+    }
+  });
 });
+

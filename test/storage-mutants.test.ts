@@ -3,13 +3,18 @@
 // file a message shows, what the sweep leaves alone, uploads streamed without a length, signed links to pending
 // files, files the server receives itself, and which declared types the first bytes must prove.
 import { randomUUID } from 'node:crypto';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { addMember, signUp, type SignedUp } from './helpers/factories.js';
 import { newVisitor, startConversation } from './helpers/live.js';
+import { waitFor } from './helpers/wait.js';
 import { PDF, PNG, reachable, upload } from './helpers/storage.js';
 import { AppError } from '../server/errors.js';
+import type { LocalDriver } from '../server/storage/local.js';
 import { contentMatches } from '../server/storage/rules.js';
+import { STORAGE_SWEEP_QUEUE } from '../server/storage/sweep.js';
 
 const MiB = 1024 * 1024;
 
@@ -87,7 +92,8 @@ describe('storage: the rules at their edges', function () {
     const put = await fetch(reachable(p.body.data.upload.url, baseUrl), { method: 'PUT', headers: p.body.data.upload.headers, body: 'only ten b' });
     expect(put.status).to.equal(200);
     // Not the uploader, even an owner's colleague: not found.
-    expect((await agent.api.post(`/storage/objects/${objectId}/complete`, {}, { token: agent.accessToken })).status).to.equal(404);
+    const foreign = await agent.api.post(`/storage/objects/${objectId}/complete`, {}, { token: agent.accessToken });
+    expect([foreign.status, foreign.body.message]).to.deep.equal([404, 'File not found']);
     const done = await owner.api.post(`/storage/objects/${objectId}/complete`, {}, tok());
     expect(done.status).to.equal(200);
     expect(done.body.data).to.include({ status: 'uploaded', sizeBytes: 10 });
@@ -198,10 +204,23 @@ describe('storage: the rules at their edges', function () {
     const stream = (text: string) => new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(text.slice(0, 6))); c.enqueue(new TextEncoder().encode(text.slice(6))); c.close(); } });
     const over = await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: stream('x'.repeat(11)), duplex: 'half' } as RequestInit);
     expect(over.status).to.equal(413);
+    // Not even the part received before the limit is left on disk.
+    const { storage } = sharedServer().server.services;
+    const folder = path.dirname((storage.driver as LocalDriver).pathOf((await storage.get(owner.orgId, p.body.data.objectId)).key));
+    expect(await readdir(folder)).to.deep.equal([]);
     expect((await owner.api.post(`/storage/objects/${p.body.data.objectId}/complete`, {}, tok())).status).to.equal(400);
+    // Refused at its first chunk, many times over: no part of any attempt is left, and each is a 413.
+    const refused = [];
+    for (let i = 0; i < 150; i++) {
+      const once = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('z'.repeat(11))); c.close(); } });
+      refused.push((await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: once, duplex: 'half' } as RequestInit)).status);
+    }
+    expect(new Set(refused)).to.deep.equal(new Set([413]));
+    expect(await readdir(folder)).to.deep.equal([]);
     const exact = await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: stream('y'.repeat(10)), duplex: 'half' } as RequestInit);
     expect(exact.status).to.equal(200);
     expect((await owner.api.post(`/storage/objects/${p.body.data.objectId}/complete`, {}, tok())).body.data).to.include({ status: 'uploaded', sizeBytes: 10 });
+    expect(await readdir(folder)).to.deep.equal(['s.txt']);
   });
 
   it('serves neither a signed download nor a public link for a file still pending', async () => {
@@ -210,8 +229,12 @@ describe('storage: the rules at their edges', function () {
     const objectId = p.body.data.objectId;
     const object = await server.services.storage.get(owner.orgId, objectId);
     const signed = await server.services.storage.driver.downloadUrl({ id: object.id, key: object.key, mimeType: object.mimeType, fileName: object.fileName, sizeBytes: object.sizeBytes }, 60, 'inline');
-    expect((await fetch(reachable(signed, baseUrl))).status).to.equal(404);
-    expect((await fetch(`${baseUrl}/api/v1/storage/public/${objectId}`)).status).to.equal(404);
+    const said = async (url: string) => {
+      const res = await fetch(url);
+      return [res.status, ((await res.json()) as { message: string }).message];
+    };
+    expect(await said(reachable(signed, baseUrl))).to.deep.equal([404, 'File not found']);
+    expect(await said(`${baseUrl}/api/v1/storage/public/${objectId}`)).to.deep.equal([404, 'File not found']);
     expect((await owner.api.post('/storage/presigned-download', { objectId }, tok())).status).to.equal(400);
     expect((await fetch(`${baseUrl}/api/v1/storage/public/${randomUUID()}`)).status).to.equal(404);
   });
@@ -296,4 +319,73 @@ describe('storage: the rules at their edges', function () {
     const spaced = await presign({ fileName: 'p.txt', mimeType: 'Text/Plain ; charset=utf-8', sizeBytes: 1 });
     expect([spaced.status, spaced.body.data?.object?.mimeType]).to.deep.equal([201, 'text/plain']);
   });
+
+  it('says each refusal in its own words: what is missing, what did not match, which limit, which link', async () => {
+    const { server, baseUrl } = sharedServer();
+    const said = (res: { status: number; body: { message: string; error?: { details?: unknown } } }) => [res.status, res.body.message, res.body.error?.details];
+    const put = async (url: string, contentType: string, body: string) => {
+      const res = await fetch(reachable(url, baseUrl), { method: 'PUT', headers: { 'Content-Type': contentType }, body });
+      return [res.status, ((await res.json()) as { message: string }).message];
+    };
+    // Completing or downloading a file whose bytes never came.
+    const early = await presign({ fileName: 'early.txt', mimeType: 'text/plain', sizeBytes: 10 });
+    expect(said(await owner.api.post(`/storage/objects/${early.body.data.objectId}/complete`, {}, tok()))).to.deep.equal([400, 'The file has not been uploaded yet', [{ field: 'objectId', message: 'no uploaded bytes' }]]);
+    expect(said(await owner.api.post('/storage/presigned-download', { objectId: early.body.data.objectId }, tok()))).to.deep.equal([400, 'The file has not been uploaded yet', [{ field: 'objectId', message: 'is pending' }]]);
+    // The signed upload link: the declared type, the declared size, the signature, once.
+    const url = early.body.data.upload.url as string;
+    expect(await put(url, 'image/png', 'x')).to.deep.equal([415, 'Content-Type must be text/plain']);
+    expect(await put(url, 'text/plain', 'x'.repeat(11))).to.deep.equal([413, 'This upload is at most 10 bytes']);
+    const streamed = await fetch(reachable(url, baseUrl), { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode('y'.repeat(11))); c.close(); } }), duplex: 'half' } as RequestInit);
+    expect([streamed.status, ((await streamed.json()) as { message: string }).message]).to.deep.equal([413, 'This upload is at most 10 bytes']);
+    expect(await put(url.replace(/signature=[^&]+/, 'signature=forged'), 'text/plain', 'x')).to.deep.equal([403, 'The link is invalid or has expired']);
+    expect(await put(url, 'text/plain', 'ten bytes!')).to.deep.equal([200, 'Stored']);
+    expect((await owner.api.post(`/storage/objects/${early.body.data.objectId}/complete`, {}, tok())).status).to.equal(200);
+    expect(await put(url, 'text/plain', 'again')).to.deep.equal([409, 'This file was already uploaded']);
+    // Bytes that are not what was declared: deleted, and the answer says what differed.
+    const lying = await upload(owner.api, owner.accessToken, baseUrl, { name: 'photo.png', type: 'image/png', bytes: PDF });
+    expect(said(lying.complete)).to.deep.equal([400, "The uploaded file's content is not image/png", [{ field: 'objectId', message: 'the upload did not match its declaration and was deleted' }]]);
+    const empty = await presign({ fileName: 'empty.txt', mimeType: 'text/plain', sizeBytes: 10 });
+    expect(await put(empty.body.data.upload.url, 'text/plain', '')).to.deep.equal([200, 'Stored']);
+    expect(said(await owner.api.post(`/storage/objects/${empty.body.data.objectId}/complete`, {}, tok()))).to.deep.equal([400, 'The uploaded file has 0 bytes; 10 were declared', [{ field: 'objectId', message: 'the upload did not match its declaration and was deleted' }]]);
+    // A file that is gone: its metadata, and a download link signed before it was deleted.
+    const gone = await upload(owner.api, owner.accessToken, baseUrl, { name: 'gone.txt', type: 'text/plain', bytes: Buffer.from('soon gone') });
+    const link = (await owner.api.post('/storage/presigned-download', { objectId: gone.objectId }, tok())).body.data.url as string;
+    expect((await owner.api.delete(`/storage/${gone.objectId}`, tok())).status).to.equal(200);
+    expect(said(await owner.api.get(`/storage/metadata/${gone.objectId}`, tok())).slice(0, 2)).to.deep.equal([404, 'File not found']);
+    const stale = await fetch(reachable(link, baseUrl));
+    expect([stale.status, ((await stale.json()) as { message: string }).message]).to.deep.equal([404, 'File not found']);
+    // The plan's storage, named.
+    const small = await signUp(server, baseUrl);
+    await server.services.organizations.changePlan(small.orgId, 'free');
+    const over = await presign({ mimeType: 'text/plain', sizeBytes: 10 * MiB }, small);
+    await server.db.knex('storage_objects').insert({ organizationId: small.orgId, key: `org/${small.orgId}/knowledge/fill/big.pdf`, purpose: 'knowledge', fileName: 'big.pdf', mimeType: 'application/pdf', sizeBytes: 495 * MiB, status: 'uploaded' });
+    expect(over.status).to.equal(201);
+    expect(said(await presign({ mimeType: 'text/plain', sizeBytes: 10 * MiB }, small)).slice(0, 2)).to.deep.equal([403, 'The free plan allows 500 MB of storage; delete files or upgrade']);
+    // A received file (a channel's media): the refusal's words become the note on the customer's message.
+    const { storage } = server.services;
+    const refusal = async (mimeType: string, bytes: Buffer) => {
+      const err = (await storage.storeReceived(owner.orgId, { id: randomUUID(), purpose: 'channel_media', fileName: 'x', mimeType, bytes }).catch((e: unknown) => e)) as AppError & { details?: unknown };
+      return [err.status, err.message, err.details];
+    };
+    expect(await refusal('application/x-msdownload', Buffer.from('MZ'))).to.deep.equal([400, 'application/x-msdownload is not allowed for channel_media files', [{ field: 'mimeType', message: 'not an allowed type' }]]);
+    expect(await refusal('text/plain', Buffer.alloc(0))).to.deep.equal([400, 'A channel_media file is at most 25 MiB', [{ field: 'sizeBytes', message: `must be 1..${25 * MiB}` }]]);
+    expect(await refusal('image/png', PDF)).to.deep.equal([400, "The file's content is not image/png", [{ field: 'mimeType', message: 'does not match the content' }]]);
+  });
+
+  it('the sweep job goes on past a full batch until the uploads left behind are all gone', async function () {
+    // 501 removals, each asking whether something still refers to the file: slow on a busy machine.
+    this.timeout(240_000);
+    const { server } = sharedServer();
+    const org = await signUp(server, sharedServer().baseUrl);
+    const knex = server.db.knex;
+    // Older than anything else pending, so the job's first batch of 500 is these and the 501st is left for a second.
+    const rows = Array.from({ length: 501 }, (_, i) => ({ organizationId: org.orgId, key: `org/${org.orgId}/attachment/${randomUUID()}/old.txt`, purpose: 'attachment', fileName: 'old.txt', mimeType: 'text/plain', sizeBytes: 1, status: 'pending', createdAt: new Date(Date.UTC(1990, 0, 1, 0, 0, i)) }));
+    await knex.batchInsert('storage_objects', rows, 200);
+    const left = async () => Number((await knex('storage_objects').where({ organizationId: org.orgId }).count({ n: '*' }))[0]!.n);
+    // The job runs here or on the queue's own worker: wait for it to be done either way.
+    const { id } = await server.jobs.enqueue(STORAGE_SWEEP_QUEUE, {});
+    await waitFor(async () => (await server.jobs.drain(STORAGE_SWEEP_QUEUE), (await knex('jobs').where({ id }).first())?.status === 'done'), { timeoutMs: 200_000, what: 'the sweep job' });
+    expect(await left()).to.equal(0);
+  });
 });
+

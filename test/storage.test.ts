@@ -51,6 +51,19 @@ for (const driver of ['local', 's3'] as const) {
       expect(list.body.pagination.total).to.be.greaterThan(0);
     });
 
+    it('serves images inline and other files as downloads, by a link that lives as long as asked', async () => {
+      const png = await upload(owner.api, owner.accessToken, t.baseUrl, { name: 'photo.png', type: 'image/png', bytes: PNG });
+      const pdf = await upload(owner.api, owner.accessToken, t.baseUrl, { name: 'invoice.pdf', type: 'application/pdf', bytes: PDF });
+      for (const [up, disposition, name] of [[png, 'inline', 'photo.png'], [pdf, 'attachment', 'invoice.pdf']] as const) {
+        const started = Date.now();
+        const d = await owner.api.post('/storage/presigned-download', { objectId: up.objectId, expiresIn: 120 }, tok);
+        expect(d.status).to.equal(200);
+        expect(Date.parse(d.body.data.expiresAt) - started, name).to.be.within(110_000, 130_000);
+        const res = await fetch(reachable(d.body.data.url, t.baseUrl));
+        expect([res.status, res.headers.get('content-disposition')], name).to.deep.equal([200, `${disposition}; filename="${name}"; filename*=UTF-8''${name}`]);
+      }
+    });
+
     it('refuses oversize files and wrong types at presign', async () => {
       const big = await owner.api.post('/storage/presigned-upload', { fileName: 'big.pdf', mimeType: 'application/pdf', sizeBytes: 10 * MiB + 1, purpose: 'attachment' }, tok);
       expect(big.status).to.equal(400);
@@ -71,10 +84,15 @@ for (const driver of ['local', 's3'] as const) {
         // S3 takes whatever is sent to the URL; completion finds the real size and type.
         const oversize = await upload(owner.api, owner.accessToken, t.baseUrl, { name: 'a.txt', type: 'text/plain', bytes: Buffer.alloc(500, 'a') }, { declared: { size: 20 } });
         expect(oversize.put.status).to.equal(200);
-        expect(oversize.complete.status).to.equal(400);
+        expect([oversize.complete.status, oversize.complete.body.message]).to.deep.equal([400, 'The uploaded file has 500 bytes; 20 were declared']);
         expect((await owner.api.get(`/storage/metadata/${oversize.objectId}`, tok)).status).to.equal(404);
         const retyped = await upload(owner.api, owner.accessToken, t.baseUrl, { name: 'a.txt', type: 'text/plain', bytes: Buffer.from('plain text') }, { contentType: 'application/pdf' });
-        expect(retyped.complete.status).to.equal(400);
+        expect([retyped.complete.status, retyped.complete.body.message]).to.deep.equal([400, 'The uploaded file is application/pdf; text/plain was declared']);
+        // The local driver's own links are not served when files are in S3.
+        for (const method of ['GET', 'PUT']) {
+          const res = await fetch(`${t.baseUrl}/api/v1/storage/local/${oversize.objectId}?expires=4102444800&signature=x`, { method, ...(method === 'PUT' ? { headers: { 'Content-Type': 'text/plain' }, body: 'x' } : {}) });
+          expect([res.status, ((await res.json()) as { message: string }).message], method).to.deep.equal([404, 'File not found']);
+        }
       }
     });
 

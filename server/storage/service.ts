@@ -248,10 +248,13 @@ export class StorageService {
         yield chunk;
       }
     };
+    const out = createWriteStream(part);
     try {
-      await pipeline(request.body, counter, createWriteStream(part));
+      await pipeline(request.body, counter, out);
       await rename(part, file);
     } catch (err) {
+      // Refused before its file was open, the stream still opens (creates) it later: remove it once it is closed.
+      if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
       await rm(part, { force: true });
       throw err;
     }
