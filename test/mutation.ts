@@ -77,6 +77,8 @@ const runner: Options =
         commandRunner: { command: `TEST_SERVER_START_TIMEOUT_MS=\${TEST_SERVER_START_TIMEOUT_MS:-180000} ${mocha} --bail ${quoted}` },
         coverageAnalysis: 'off',
       };
+// The in-process runner's workers inherit this process's environment: the same allowance for a slow test server.
+if (args.runner === 'mocha') process.env.TEST_SERVER_START_TIMEOUT_MS ??= '180000';
 const stryker = new Stryker({
   ...config,
   ...runner,
