@@ -85,7 +85,11 @@ export class CallerCache {
     if (!this.revocations.live) return this.actors.operator(token);
     const now = Date.now();
     const hit = this.entries.get(token);
-    if (hit && now < hit.until) return hit.actor;
+    // A revocation committed on another instance may still be on its way here: hear it before answering from memory.
+    if (hit && now < hit.until && (await this.revocations.caughtUp())) {
+      const kept = this.entries.get(token);
+      if (kept && this.revocations.live && Date.now() < kept.until) return kept.actor;
+    }
     if (credentialKind(token) !== 'access') return this.actors.operator(token);
     const generation = this.revocations.generation;
     const changes: AvailabilityChange[] = [];

@@ -11,7 +11,11 @@ import type { Logger } from '../logger.js';
 
 /** The PostgreSQL channel revocations travel on between instances. */
 export const REVOCATION_CHANNEL = 'caller_revoked';
+/** The listening connection's name in `pg_stat_activity`. */
+export const REVOCATION_LISTENER = 'support-revocations';
 const RECONNECT_MS = 1_000;
+/** A catch-up slower than this (a stalled listening connection) is given up on: the caller is read from the database. */
+const CATCH_UP_MS = 1_000;
 
 /**
  * Who lost access: the tokens of some sessions, every token of a user, a user's tokens for one organization, every
@@ -72,6 +76,9 @@ export class Revocations {
   live: boolean;
   /** Bumped by every revocation and every change of `live`: an answer loaded across a bump is not kept. */
   generation = 0;
+  /** The catch-up query on the listening connection now, and the one the callers that came since wait for. */
+  private catchUpSent: Promise<boolean> | null = null;
+  private catchUpNext: Promise<boolean> | null = null;
 
   constructor(
     private readonly deps: RevocationDeps,
@@ -111,6 +118,43 @@ export class Revocations {
     for (const listener of this.listeners) listener({ everyone: true });
   }
 
+  /**
+   * Resolves true once every notice committed before the call has been applied here, false if that cannot be known
+   * soon (no listening connection, or it stalls). A notice reaches an instance a moment after its commit, while a
+   * revoking request may already have answered; PostgreSQL delivers the notices pending for a listener before it
+   * answers that connection's next query, so one round trip on the listening connection, sent after the call, closes
+   * that moment. Callers that come while a round trip is under way share the next one, so a burst costs two.
+   */
+  caughtUp(): Promise<boolean> {
+    if (this.deps.mode === 'local') return Promise.resolve(true);
+    const client = this.client;
+    if (!client || !this.live) return Promise.resolve(false);
+    if (this.catchUpNext) return this.catchUpNext;
+    if (!this.catchUpSent) return this.sendCatchUp(client);
+    // The round trip under way may have been sent before this caller's revocation committed: wait for the next.
+    const next = this.catchUpSent.then(() => {
+      if (this.catchUpNext === next) this.catchUpNext = null;
+      return this.client === client ? this.sendCatchUp(client) : false;
+    });
+    this.catchUpNext = next;
+    return next;
+  }
+
+  private sendCatchUp(client: pg.Client): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const answered = client.query('select 1').then(() => this.client === client && this.live, () => false);
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), CATCH_UP_MS).unref();
+    });
+    const sent: Promise<boolean> = Promise.race([answered, late]).then((ok) => {
+      clearTimeout(timer);
+      if (this.catchUpSent === sent) this.catchUpSent = null;
+      return ok;
+    });
+    this.catchUpSent = sent;
+    return sent;
+  }
+
   start(): void {
     if (this.deps.mode !== 'listen' || this.stopped) return;
     void this.connect();
@@ -118,7 +162,7 @@ export class Revocations {
 
   private async connect(): Promise<void> {
     this.timer = null;
-    const client = new pg.Client({ connectionString: this.deps.databaseUrl ?? undefined });
+    const client = new pg.Client({ connectionString: this.deps.databaseUrl ?? undefined, application_name: REVOCATION_LISTENER });
     this.client = client;
     const lost = () => {
       if (this.client !== client) return;
