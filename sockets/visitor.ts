@@ -30,7 +30,7 @@ export function attachVisitor(socket: AppSocket, deps: RealtimeDeps): void {
   on(socket, log, 'typing_stop', schemas.conversationRef, typing('customer_stopped_typing'));
 
   // Agent-only events answer forbidden instead of leaving the client waiting for an ack that never comes.
-  for (const event of ['join_conversation', 'leave_conversation', 'update_status']) {
+  for (const event of ['join_conversation', 'leave_conversation', 'update_status', 'request_assist']) {
     on(socket, log, event, schemas.anything, async () => {
       throw new Forbidden('Visitors cannot do this');
     });

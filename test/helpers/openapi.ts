@@ -1,5 +1,6 @@
-// The served OpenAPI document as tests walk it: its operations, a request body each accepts, and one organization's
-// resources of every kind a path can name (for tests generated over every route).
+// The served OpenAPI document as tests walk it: its operations, a request body each accepts, hostile values for a
+// schema's members, and one organization's resources of every kind a path can name (for tests generated over every
+// route; the socket events' schemas are walked the same way).
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { AppServer } from '../../server/server.js';
@@ -72,6 +73,58 @@ export function operations(doc: Schema): Operation[] {
     }
   }
   return out;
+}
+
+/** The longest string tried where a schema sets no `maxLength` (a 1 MiB body holds it with room to spare). */
+const LONG = 100_000;
+
+/** `schema` with its `$ref`, `oneOf`/`anyOf` (the first non-null) and `allOf` resolved. */
+export function resolve(schema: Schema | undefined, doc: Schema, depth = 0): Schema | undefined {
+  if (!schema || depth > 8) return schema;
+  if (schema.$ref) return resolve(doc.components?.schemas?.[String(schema.$ref).split('/').pop()!], doc, depth + 1);
+  for (const key of ['oneOf', 'anyOf'] as const) if (schema[key]) return resolve(schema[key].find((s: Schema) => s.type !== 'null') ?? schema[key][0], doc, depth + 1);
+  if (schema.allOf) return Object.assign({}, ...schema.allOf.map((s: Schema) => resolve(s, doc, depth + 1)));
+  return schema;
+}
+
+export function typeOf(schema: Schema): string | undefined {
+  return Array.isArray(schema.type) ? schema.type.find((t: string) => t !== 'null') : schema.type;
+}
+
+/** Values a member of `schema` might be given by a careless or hostile client, most of them within the schema. */
+export function hostile(schema: Schema | undefined, doc: Schema): unknown[] {
+  const s = resolve(schema, doc);
+  if (!s) return [null];
+  if (s.enum || s.const !== undefined) return [null, 'not-one-of-them'];
+  switch (typeOf(s)) {
+    case 'string': {
+      const max = Math.min(s.maxLength ?? LONG, LONG);
+      const values: unknown[] = ['a\u0000b', '\ud800x', 'x'.repeat(max), '\u{1F600}'.repeat(Math.max(1, Math.floor(max / 2))), ' ', null, 12];
+      if (s.maxLength !== undefined) values.push('x'.repeat(s.maxLength + 1));
+      if (s.format === 'date-time') values.push('9999-12-31T23:59:59.999Z', '0001-01-01T00:00:00Z', '+275760-09-13T00:00:00.000Z', '2024-02-30T00:00:00Z', '2024-06-01T00:00:00+14:00');
+      if (s.format === 'date') values.push('9999-12-31', '0001-01-01', '2024-02-30');
+      if (s.format === 'email') values.push(`${'a'.repeat(64)}@${'b'.repeat(63)}.test`, 'a@b', '"a b"@example.test');
+      if (s.format === 'uri') values.push(`https://${'a'.repeat(63)}.${'b'.repeat(2000)}.test/`, 'javascript:alert(1)', 'http://[::1]/', 'http://127.0.0.1:0/');
+      if (s.format === 'uuid') values.push(randomUUID(), '00000000-0000-0000-0000-000000000000');
+      return values;
+    }
+    case 'integer':
+    case 'number': {
+      const values: unknown[] = [s.maximum ?? Number.MAX_SAFE_INTEGER, s.minimum ?? -Number.MAX_SAFE_INTEGER, 2 ** 31, -1, 0, null, '1'];
+      if (typeOf(s) === 'number') values.push(1e308, 5e-324);
+      return values;
+    }
+    case 'boolean':
+      return [null, 'true', 0];
+    case 'array': {
+      const item = sample(s.items, doc);
+      return [[], Array.from({ length: Math.min(s.maxItems ?? 1_000, 1_000) }, () => item), [null], null, {}];
+    }
+    case 'object':
+      return [{}, [], null, 'x'];
+    default:
+      return [null];
+  }
 }
 
 export async function openApiDocument(baseUrl: string): Promise<Schema> {
