@@ -343,6 +343,36 @@ describe('auth: remembered callers', () => {
       expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
     });
 
+    it('answers a burst of requests after one shared round trip, and a request after the burst after a round trip of its own', async () => {
+      const owner = await signUp(a.server, a.baseUrl);
+      const agent = await addMember(a.server, owner, 'agent');
+      const onB = new Api(b.baseUrl);
+      const status = `${members(owner.orgId)}/${agent.membershipId}/status`;
+      await warm(onB, agent.accessToken);
+      const listener = listeningSocket(b);
+      listener.pause();
+      try {
+        expectApiSuccess(await owner.api.patch(status, { status: 'suspended' }, { token: owner.accessToken }), 200);
+        // The first request's round trip is held up; the others come while it is, and wait for the next one.
+        const burst = Promise.all(Array.from({ length: 10 }, () => onB.get('/contacts', { token: agent.accessToken })));
+        setTimeout(() => listener.resume(), 300);
+        expect((await burst).map((res) => res.status)).to.deep.equal(Array(10).fill(403));
+      } finally {
+        listener.resume();
+      }
+      expectApiSuccess(await owner.api.patch(status, { status: 'active' }, { token: owner.accessToken }), 200);
+      await warm(onB, agent.accessToken);
+      // Later, the same again for one request: the burst's round trips are over, it must not be answered by them.
+      listener.pause();
+      try {
+        expectApiSuccess(await owner.api.patch(status, { status: 'suspended' }, { token: owner.accessToken }), 200);
+        setTimeout(() => listener.resume(), 300);
+        expectApiError(await onB.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
+      } finally {
+        listener.resume();
+      }
+    });
+
     it('reads the caller from the database when its listening connection stalls', async () => {
       const owner = await signUp(a.server, a.baseUrl);
       const agent = await addMember(a.server, owner, 'agent');

@@ -86,9 +86,10 @@ export class CallerCache {
     const now = Date.now();
     const hit = this.entries.get(token);
     // A revocation committed on another instance may still be on its way here: hear it before answering from memory.
+    // (A request that arrived before the entry's end is answered by it, however long the round trip took.)
     if (hit && now < hit.until && (await this.revocations.caughtUp())) {
-      const kept = this.entries.get(token);
-      if (kept && this.revocations.live && Date.now() < kept.until) return kept.actor;
+      // Still there unless a notice heard meanwhile dropped it (an availability changes the entry in place).
+      if (this.entries.get(token) === hit && this.revocations.live) return hit.actor;
     }
     if (credentialKind(token) !== 'access') return this.actors.operator(token);
     const generation = this.revocations.generation;
