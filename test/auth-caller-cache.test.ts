@@ -23,6 +23,22 @@ function listeningSocket(server: TestServer): Socket {
   return client.connection.stream;
 }
 
+/** Counts the queries written on `socket` (PostgreSQL's simple-query messages, type 'Q') until `stop()`. */
+function countQueries(socket: Socket): { stop(): number } {
+  const write = socket.write;
+  let queries = 0;
+  socket.write = function (this: Socket, chunk: unknown, ...rest: unknown[]) {
+    if (Buffer.isBuffer(chunk) && chunk[0] === 0x51) queries += 1;
+    return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+  } as Socket['write'];
+  return {
+    stop() {
+      socket.write = write;
+      return queries;
+    },
+  };
+}
+
 /** The status the agents' sockets are told when `userId` connects with `token` (then the socket is closed). */
 async function statusOnConnect(watcher: ClientSocket, baseUrl: string, orgId: string, userId: string, token: string): Promise<string> {
   // An offline still on its way (the last socket, or a choice made while offline) is not this connection's.
@@ -354,9 +370,12 @@ describe('auth: remembered callers', () => {
       try {
         expectApiSuccess(await owner.api.patch(status, { status: 'suspended' }, { token: owner.accessToken }), 200);
         // The first request's round trip is held up; the others come while it is, and wait for the next one.
+        const sent = countQueries(listener);
         const burst = Promise.all(Array.from({ length: 10 }, () => onB.get('/contacts', { token: agent.accessToken })));
         setTimeout(() => listener.resume(), 300);
         expect((await burst).map((res) => res.status)).to.deep.equal(Array(10).fill(403));
+        // Ten requests, two round trips (the held one and the one the others waited for).
+        expect(sent.stop()).to.equal(2);
       } finally {
         listener.resume();
       }
