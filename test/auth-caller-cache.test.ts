@@ -158,6 +158,22 @@ describe('auth: remembered callers', () => {
     });
   });
 
+  it("never answers from memory past the session's end, when the session ends before the token expires", async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const session = await login(new Api(baseUrl), owner.email, PASSWORD);
+    // The session ends in 2 s, within the moment a caller is remembered (10 s) and long before its access token expires.
+    await server.db.knex('auth_sessions').update({ expires_at: new Date(Date.now() + 2_000) }).where({ id: jwtPayload(session.accessToken).sid });
+    await warm(owner.api, session.accessToken);
+    (await connectOk(baseUrl, owner.orgId, session.accessToken)).close();
+    await withClockAhead(3, async () => {
+      expectApiError(await owner.api.get('/contacts', { token: session.accessToken }), 401, 'unauthorized');
+      expect(await refusal(baseUrl, owner.orgId, session.accessToken)).to.equal('unauthorized');
+      // The owner's other session lives on.
+      expectApiSuccess(await owner.api.get('/contacts', { token: owner.accessToken }), 200);
+    });
+  });
+
   it('a suspended agent is refused on the next request, and let in again at once when reactivated', async () => {
     const { server, baseUrl } = sharedServer();
     const owner = await signUp(server, baseUrl);
@@ -340,6 +356,28 @@ describe('auth: remembered callers', () => {
       expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
       await refusedWithin(250, () => onB.get('/contacts', { token: agent.accessToken }), 403);
       expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
+    });
+
+    it('remembers no caller while its listening connection is lost: a suspension it cannot hear is refused at once', async function () {
+      this.timeout(60_000);
+      const owner = await signUp(a.server, a.baseUrl);
+      const onB = new Api(b.baseUrl);
+      // B reconnects about a second after it loses its connection; what follows must happen within that second, so
+      // a slow attempt (B listening again before the last request) is made again with another agent.
+      for (let attempt = 1; ; attempt++) {
+        const agent = await addMember(a.server, owner, 'agent');
+        await waitFor(() => a.server.services.callers.live && b.server.services.callers.live, { timeoutMs: 10_000, what: 'both instances to listen' });
+        await a.server.db.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen caller_revoked%' and pid <> pg_backend_pid()`);
+        await waitFor(() => !b.server.services.callers.live, { intervalMs: 5, what: 'B to notice it no longer hears revocations' });
+        // Read while B is deaf: served, and (it must not be) remembered.
+        await warm(onB, agent.accessToken);
+        // Suspended through A while B cannot hear it.
+        expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+        const res = await onB.get('/contacts', { token: agent.accessToken });
+        expect(res.status, JSON.stringify(res.body)).to.equal(403);
+        if (!b.server.services.callers.live) return;
+        if (attempt === 5) expect.fail('B listened again within a second of losing its connection five times running');
+      }
     });
 
     it('forgets what it remembered when it stops listening: a suspension made meanwhile is refused once it listens again', async () => {
