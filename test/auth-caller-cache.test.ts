@@ -509,6 +509,17 @@ describe('auth: remembered callers', () => {
       expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
     });
 
+    it('ignores a notice on its channel that is not JSON, and keeps hearing revocations', async () => {
+      const owner = await signUp(a.server, a.baseUrl);
+      const agent = await addMember(a.server, owner, 'agent');
+      const onB = new Api(b.baseUrl);
+      await warm(onB, agent.accessToken);
+      await a.server.db.knex.raw(`select pg_notify('caller_revoked', 'not a notice')`);
+      expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+      await refusedWithin(250, () => onB.get('/contacts', { token: agent.accessToken }), 403);
+      expect(b.server.services.callers.live).to.equal(true);
+    });
+
     it('a stopped instance leaves no listening connection behind', async function () {
       this.timeout(60_000);
       const listeners = async () => Number((await a.server.db.knex.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen caller_revoked%'`)).rows[0].n);
