@@ -11,6 +11,9 @@ import { expectApiError, expectApiSuccess, jwtPayload, login } from './helpers/a
 import { Api, type ApiResponse } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { connectOk, disconnected, nextEvent, refusal, request, type ClientSocket } from './helpers/sockets.js';
+import { newVisitor } from './helpers/live.js';
+import { CallerCache } from '../server/auth/callerCache.js';
+import { DomainEventBus } from '../server/events.js';
 import { waitFor } from './helpers/wait.js';
 
 const members = (orgId: string) => `/memberships/organizations/${orgId}/members`;
@@ -170,6 +173,131 @@ describe('auth: remembered callers', () => {
       expectApiError(await owner.api.get('/contacts', { token: owner.accessToken }), 401, 'unauthorized');
       expect(await refusal(baseUrl, owner.orgId, owner.accessToken)).to.equal('unauthorized');
     });
+  });
+
+  it("never answers from memory past the session's end, when the session ends before the token expires", async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const session = await login(new Api(baseUrl), owner.email, PASSWORD);
+    // The session ends in 2 s, within the moment a caller is remembered (10 s) and long before its access token expires.
+    await server.db.knex('auth_sessions').update({ expires_at: new Date(Date.now() + 2_000) }).where({ id: jwtPayload(session.accessToken).sid });
+    await warm(owner.api, session.accessToken);
+    (await connectOk(baseUrl, owner.orgId, session.accessToken)).close();
+    await withClockAhead(3, async () => {
+      expectApiError(await owner.api.get('/contacts', { token: session.accessToken }), 401, 'unauthorized');
+      expect(await refusal(baseUrl, owner.orgId, session.accessToken)).to.equal('unauthorized');
+      // The owner's other session lives on.
+      expectApiSuccess(await owner.api.get('/contacts', { token: owner.accessToken }), 200);
+    });
+  });
+
+  it('drops only the callers a revocation names: the others are still answered from memory', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent');
+    const colleague = await addMember(server, owner, 'agent');
+    const staying = await login(new Api(baseUrl), owner.email, PASSWORD);
+    const leaving = await login(new Api(baseUrl), owner.email, PASSWORD);
+    const created = expectApiSuccess(await owner.api.post('/organizations', { name: 'Second desk' }, { token: owner.accessToken }), 201);
+    const actors = server.services.actors;
+    const { operator } = actors;
+    const reads: string[] = [];
+    actors.operator = function (token) {
+      reads.push(token);
+      return operator.call(this, token);
+    };
+    const readsOf = (token: string) => reads.filter((t) => t === token).length;
+    try {
+      for (const token of [agent.accessToken, colleague.accessToken, staying.accessToken, leaving.accessToken]) await warm(owner.api, token);
+      const kept = [colleague.accessToken, staying.accessToken];
+      const stillRemembered = async (what: string) => {
+        for (const token of kept) {
+          const before = readsOf(token);
+          expectApiSuccess(await owner.api.get('/contacts', { token }), 200);
+          expect(readsOf(token), what).to.equal(before);
+        }
+      };
+      await stillRemembered('warmed');
+      // A logout names its session, not the user's other sessions.
+      expectApiSuccess(await owner.api.post('/auth/logout', {}, { token: leaving.accessToken }), 200);
+      expectApiError(await owner.api.get('/contacts', { token: leaving.accessToken }), 401, 'unauthorized');
+      await stillRemembered('after a logout');
+      // A suspension names the agent in that organization, not its colleagues.
+      expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+      expectApiError(await owner.api.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
+      await stillRemembered('after a suspension');
+      // A deleted organization names its own callers, not another organization's.
+      expectApiSuccess(await owner.api.delete(`/organizations/${created.id}`, { token: owner.accessToken }), 200);
+      await stillRemembered('after another organization was deleted');
+    } finally {
+      Object.assign(actors, { operator });
+    }
+    // A visitor's handshake is answered by the widget session, never as a person's token.
+    (await connectOk(baseUrl, owner.orgId, (await newVisitor(owner)).token)).close();
+  });
+
+  it('remembers a caller without an organization too', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent');
+    expectApiSuccess(await owner.api.delete(`${members(owner.orgId)}/${agent.membershipId}`, { token: owner.accessToken }), 200);
+    // Removed from their only organization, the agent signs in again: a token without an organization.
+    const alone = await login(new Api(baseUrl), agent.email, PASSWORD);
+    expect(jwtPayload(alone.accessToken).orgId).to.equal(null);
+    const actors = server.services.actors;
+    const { operator } = actors;
+    let reads = 0;
+    actors.operator = function (token) {
+      if (token === alone.accessToken) reads += 1;
+      return operator.call(this, token);
+    };
+    try {
+      for (let i = 0; i < 3; i++) expectApiSuccess(await agent.api.get('/auth/profile', { token: alone.accessToken }), 200);
+      expect(reads).to.equal(1);
+    } finally {
+      Object.assign(actors, { operator });
+    }
+  });
+
+  it('bounds its memory: when full it forgets the callers whose moment has passed, or everyone when none has', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const tokens = [owner.accessToken];
+    for (let i = 0; i < 3; i++) tokens.push((await login(new Api(baseUrl), owner.email, PASSWORD)).accessToken);
+    const [t0, t1, t2, t3] = tokens as [string, string, string, string];
+    const actors = server.services.actors;
+    const { operator } = actors;
+    const reads: string[] = [];
+    actors.operator = function (token) {
+      reads.push(token);
+      return operator.call(this, token);
+    };
+    const readsOf = (token: string) => reads.filter((t) => t === token).length;
+    // The server's own resolver, behind a memory of three callers that hears this process's revocations.
+    const memory = () => new CallerCache(actors, { events: new DomainEventBus(server.logger), knex: server.db.knex, logger: server.logger, mode: 'local' }, 3);
+    const cache = memory();
+    const fresh = memory();
+    try {
+      await cache.operator(t0);
+      await withClockAhead(6, async () => {
+        await cache.operator(t1);
+        await cache.operator(t2);
+      });
+      // Full: t0's moment has passed (10 s), t1 and t2 are current. Room is made by forgetting t0 only.
+      await withClockAhead(11, async () => {
+        await cache.operator(t3);
+        await cache.operator(t1);
+        await cache.operator(t2);
+      });
+      expect([t0, t1, t2, t3].map(readsOf)).to.deep.equal([1, 1, 1, 1]);
+      // Another memory, full of current callers: a fourth starts it over.
+      for (const token of [t0, t1, t2, t3, t0, t1]) await fresh.operator(token);
+      expect([t0, t1, t2, t3].map(readsOf)).to.deep.equal([3, 3, 2, 2]);
+    } finally {
+      Object.assign(actors, { operator });
+      await cache.stop();
+      await fresh.stop();
+    }
   });
 
   it('a suspended agent is refused on the next request, and let in again at once when reactivated', async () => {
@@ -424,6 +552,31 @@ describe('auth: remembered callers', () => {
       expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
     });
 
+    it('remembers no caller while its listening connection is lost: a suspension it cannot hear is refused at once', async function () {
+      this.timeout(60_000);
+      const owner = await signUp(a.server, a.baseUrl);
+      const onB = new Api(b.baseUrl);
+      // B reconnects about a second after it loses its connection; what follows must happen within that second, so
+      // a slow attempt (B listening again before the last request) is made again with another agent.
+      for (let attempt = 1; ; attempt++) {
+        const agent = await addMember(a.server, owner, 'agent');
+        await waitFor(() => a.server.services.callers.live && b.server.services.callers.live, { timeoutMs: 10_000, what: 'both instances to listen' });
+        await a.server.db.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen caller_revoked%' and pid <> pg_backend_pid()`);
+        await waitFor(() => !b.server.services.callers.live, { intervalMs: 5, what: 'B to notice it no longer hears revocations' });
+        // Read while B is deaf: served, and (it must not be) remembered.
+        await warm(onB, agent.accessToken);
+        // Suspended through A while B cannot hear it.
+        expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+        const res = await onB.get('/contacts', { token: agent.accessToken });
+        expect(res.status, JSON.stringify(res.body)).to.equal(403);
+        const deafThroughout = !b.server.services.callers.live;
+        // The next test starts with both instances listening.
+        await waitFor(() => a.server.services.callers.live && b.server.services.callers.live, { timeoutMs: 10_000, what: 'both instances to listen again' });
+        if (deafThroughout) return;
+        if (attempt === 5) expect.fail('B listened again within a second of losing its connection five times running');
+      }
+    });
+
     it('forgets what it remembered when it stops listening: a suspension made meanwhile is refused once it listens again', async () => {
       const owner = await signUp(a.server, a.baseUrl);
       const agent = await addMember(a.server, owner, 'agent');
@@ -436,6 +589,28 @@ describe('auth: remembered callers', () => {
       await waitFor(() => a.server.services.callers.live && b.server.services.callers.live, { timeoutMs: 10_000, what: 'both instances to listen again' });
       expectApiError(await onB.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
       expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
+    });
+
+    it('ignores a notice on its channel that is not JSON, and keeps hearing revocations', async () => {
+      const owner = await signUp(a.server, a.baseUrl);
+      const agent = await addMember(a.server, owner, 'agent');
+      const onB = new Api(b.baseUrl);
+      await warm(onB, agent.accessToken);
+      await a.server.db.knex.raw(`select pg_notify('caller_revoked', 'not a notice')`);
+      expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+      await refusedWithin(250, () => onB.get('/contacts', { token: agent.accessToken }), 403);
+      expect(b.server.services.callers.live).to.equal(true);
+    });
+
+    it('a stopped instance leaves no listening connection behind', async function () {
+      this.timeout(60_000);
+      const listeners = async () => Number((await a.server.db.knex.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen caller_revoked%'`)).rows[0].n);
+      const c = await startTestServer();
+      await waitFor(() => c.server.services.callers.live, { what: 'the third instance to listen' });
+      const withC = await listeners();
+      await c.stop();
+      expect(c.server.services.callers.live).to.equal(false);
+      await waitFor(async () => (await listeners()) === withC - 1, { timeoutMs: 5_000, what: 'the stopped instance\'s listening connection to close' });
     });
 
     it('a password change ends every other session on the other instance, however many there are', async () => {

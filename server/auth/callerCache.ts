@@ -48,6 +48,8 @@ export class CallerCache {
   constructor(
     private readonly actors: ActorResolver,
     deps: RevocationDeps,
+    /** The bound on remembered callers (a test sets a small one to see what a full memory forgets). */
+    private readonly maxEntries = MAX_ENTRIES,
   ) {
     this.revocations = new Revocations(deps);
     this.revocations.onNotice((notice) => {
@@ -105,7 +107,7 @@ export class CallerCache {
     const admitted = actor.orgId === null || actor.membership?.status === 'accepted';
     // A revocation, or a lost listener, while the database was read: that answer may already be stale.
     if (admitted && generation === this.revocations.generation) {
-      if (this.entries.size >= MAX_ENTRIES) this.sweep(now);
+      if (this.entries.size >= this.maxEntries) this.sweep(now);
       const until = Math.min(now + TTL_MS, actor.tokenExpiresAt * 1000, actor.sessionExpiresAt ?? Infinity);
       this.entries.set(token, { actor, until });
     }
@@ -115,6 +117,6 @@ export class CallerCache {
   private sweep(now: number): void {
     for (const [token, entry] of this.entries) if (now >= entry.until) this.entries.delete(token);
     // Still full of live entries: start over rather than grow without bound.
-    if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
   }
 }

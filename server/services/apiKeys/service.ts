@@ -33,7 +33,8 @@ interface KeyRow {
   organizationId: string;
   userId: string;
   name: string;
-  scopes: string[] | string;
+  /** jsonb: both drivers (node-postgres, PGlite) hand it over parsed. */
+  scopes: string[];
   secretHash: string;
   expiresAt: Date | null;
   revokedAt: Date | null;
@@ -43,10 +44,6 @@ const KEY_SQL = `
 select k.organization_id as "organizationId", k.user_id as "userId", k.name, k.scopes, k.secret_hash as "secretHash",
        k.expires_at as "expiresAt", k.revoked_at as "revokedAt"
 from api_keys k where k.id = $1::uuid`;
-
-export function isApiKeyToken(token: string): boolean {
-  return token.startsWith(API_KEY_PREFIX);
-}
 
 const toUuid = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 
@@ -140,7 +137,6 @@ export class ApiKeyService {
       throw err;
     }
     this.touch(id);
-    const scopes = typeof row.scopes === 'string' ? (JSON.parse(row.scopes) as string[]) : row.scopes;
     return {
       kind: 'operator',
       userId: row.userId,
@@ -152,7 +148,7 @@ export class ApiKeyService {
       membership: { id, role: 'agent', status: 'accepted', availability: 'online' },
       // A key lives until revoked or expired; sockets are cut by revocation, and at the expiry when it has one.
       tokenExpiresAt: Math.floor((expiresAt ?? Date.now() + 10 * 365 * 86_400_000) / 1000),
-      apiKey: { id, scopes },
+      apiKey: { id, scopes: row.scopes },
     };
   }
 
