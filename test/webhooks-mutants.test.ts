@@ -264,3 +264,57 @@ describe('webhooks: delivery rules', function () {
     expect(receiver.received).to.have.length(0);
   });
 });
+
+describe('webhooks: each receiver its own limit', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+
+  // Answers may take long here: a held delivery must stay in flight rather than time out.
+  before(async () => {
+    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '30000' });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('serves a second receiver while a slow one has its 16 deliveries in flight', async () => {
+    const slow = await startReceiver();
+    const quick = await startReceiver();
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    try {
+      const owner = await signUp(server.server, server.baseUrl);
+      const other = await signUp(server.server, server.baseUrl);
+      for (let n = 0; n < 16; n++) {
+        const res = await owner.api.post('/webhooks', { url: `${slow.url}?n=${n}`, events: ['contact.created'] }, { token: owner.accessToken });
+        expect(res.status).to.equal(201);
+      }
+      expect((await other.api.post('/webhooks', { url: quick.url, events: ['contact.created'] }, { token: other.accessToken })).status).to.equal(201);
+      slow.plan(...Array.from({ length: 16 }, () => ({ status: 200, hold: held })));
+      expect((await owner.api.post('/contacts', { name: 'Slow One', email: uniqueEmail('slowhook') }, { token: owner.accessToken })).status).to.equal(201);
+      const first = server.server.jobs.drain(QUEUE);
+      // The slow receiver holds all 16 of its deliveries: its limit is reached.
+      for (const end = Date.now() + 20_000; slow.openNow() < 16; ) {
+        if (Date.now() > end) throw new Error(`the slow receiver holds ${slow.openNow()} of 16`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect((await other.api.post('/contacts', { name: 'Quick One', email: uniqueEmail('quickhook') }, { token: other.accessToken })).status).to.equal(201);
+      const second = server.server.jobs.drain(QUEUE);
+      // Not behind the slow receiver's deliveries: it arrives while they are all still held.
+      const [r] = await quick.waitFor(1, () => true, 10_000);
+      expect(r!.json).to.include({ type: 'contact.created', organizationId: other.orgId });
+      expect(slow.openNow()).to.equal(16);
+      expect(slow.received).to.have.length(0);
+      release();
+      await Promise.all([first, second]);
+      expect(await slow.waitFor(16, () => true, 20_000)).to.have.length(16);
+      expect(slow.mostAtOnce()).to.equal(16);
+    } finally {
+      release();
+      await slow.close();
+      await quick.close();
+    }
+  });
+});
