@@ -5,8 +5,11 @@
 import { createDecipheriv, createHmac } from 'node:crypto';
 import { expect } from 'chai';
 import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
+import { newVisitor, startConversation } from './helpers/live.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { startReceiver, type WebhookReceiver } from './helpers/webhookReceiver.js';
+import { expectError } from './helpers/tenancy.js';
+import { fannedOut } from './helpers/webhookFanout.js';
+import { startReceiver, type Received, type WebhookReceiver } from './helpers/webhookReceiver.js';
 
 const QUEUE = 'webhook-delivery';
 const METRICS_TOKEN = 'metrics-token-webhook-rules';
@@ -316,5 +319,230 @@ describe('webhooks: each receiver its own limit', function () {
       await slow.close();
       await quick.close();
     }
+  });
+});
+
+/** The receiver's check, written apart from the server's: any `v1=` HMAC-SHA256(secret, `ts.body`) matches. */
+function signedBy(r: Received, secret: string): boolean {
+  const expected = createHmac('sha256', secret).update(`${String(r.headers['x-webhook-timestamp'])}.${r.body}`).digest('hex');
+  return String(r.headers['x-webhook-signature']).split(',').some((part) => part.trim() === `v1=${expected}`);
+}
+
+const withoutTime = ({ createdAt: _createdAt, ...rest }: Record<string, unknown>) => rest;
+
+describe('webhooks: subscriptions, secrets and the delivery log', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let receiver: WebhookReceiver;
+
+  before(async () => {
+    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '2000' });
+    receiver = await startReceiver();
+  });
+  after(async () => {
+    await server?.stop();
+    await receiver?.close();
+  });
+  beforeEach(() => {
+    receiver.received.length = 0;
+    receiver.plan();
+  });
+
+  const knex = () => server.server.db.knex;
+  const ofOrg = (orgId: string) => (r: Received) => r.json?.organizationId === orgId;
+
+  async function createHook(owner: SignedUp, events: string[], extra: Record<string, unknown> = {}): Promise<{ id: string; secret: string; body: any }> {
+    const res = await owner.api.post('/webhooks', { url: receiver.url, events, ...extra }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return { id: res.body.data.webhook.id, secret: res.body.data.secret, body: res.body };
+  }
+
+  async function contact(owner: SignedUp, name = 'Someone'): Promise<string> {
+    const res = await owner.api.post('/contacts', { name, email: uniqueEmail('hooklog') }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return res.body.data.id;
+  }
+
+  const deliveriesOf = async (hookId: string) => knex()('webhook_deliveries').where({ webhook_id: hookId }).orderBy('created_at');
+
+  it('records a subscription\'s events from its creation on, and not once it is changed away, disabled or deleted', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    // The organization's subscriptions (none yet) are now this instance's view: each change below must replace it.
+    await contact(owner);
+    const hook = await createHook(owner, ['contact.created']);
+    await contact(owner);
+    expect(await deliveriesOf(hook.id)).to.have.length(1);
+    expect((await owner.api.patch(`/webhooks/${hook.id}`, { events: ['ticket.created'] }, t)).status).to.equal(200);
+    await contact(owner);
+    expect(await deliveriesOf(hook.id)).to.have.length(1);
+    expect((await owner.api.patch(`/webhooks/${hook.id}`, { events: ['contact.*'] }, t)).status).to.equal(200);
+    await contact(owner);
+    expect(await deliveriesOf(hook.id)).to.have.length(2);
+    expect((await owner.api.patch(`/webhooks/${hook.id}`, { enabled: false }, t)).status).to.equal(200);
+    await contact(owner);
+    expect(await deliveriesOf(hook.id)).to.have.length(2);
+    expect((await owner.api.patch(`/webhooks/${hook.id}`, { enabled: true }, t)).status).to.equal(200);
+    await contact(owner);
+    const rows = await deliveriesOf(hook.id);
+    expect(rows).to.have.length(3);
+    // Each event its own id, though of the same type.
+    expect(new Set(rows.map((r: { eventId: string }) => r.eventId)).size).to.equal(3);
+    expect(rows.every((r: { messageId: string | null }) => r.messageId === null)).to.equal(true);
+    expect((await owner.api.delete(`/webhooks/${hook.id}`, t)).status).to.equal(200);
+    await contact(owner);
+    expect(await knex()('webhook_deliveries').where({ organization_id: owner.orgId })).to.have.length(0);
+    expectError(await owner.api.delete(`/webhooks/${hook.id}`, t), 404, 'not_found');
+    expectError(await owner.api.patch(`/webhooks/${hook.id}`, { enabled: true }, t), 404, 'not_found');
+  });
+
+  it('sees a subscription another instance made within 2 seconds', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const other = await signUp(server.server, server.baseUrl);
+    const sealed = (await knex()('webhooks').where({ id: (await createHook(other, ['ticket.created'])).id }).first()).secretEncrypted;
+    await contact(owner);
+    // Written as another instance would: this one is not told.
+    const [row] = await knex()('webhooks').insert({ organization_id: owner.orgId, url: receiver.url, events: JSON.stringify(['contact.created']), secret_encrypted: sealed }).returning('id');
+    await new Promise((r) => setTimeout(r, 2100));
+    await contact(owner);
+    expect(await deliveriesOf((row as { id: string }).id)).to.have.length(1);
+  });
+
+  it('creates a hook disabled when asked, and refuses the 21st with its reason', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const off = await createHook(owner, ['contact.created'], { enabled: false });
+    expect(off.body.data.webhook).to.include({ enabled: false, consecutiveFailures: 0, disabledReason: null });
+    expect(off.body.data.webhook.events).to.deep.equal(['contact.created']);
+    await contact(owner);
+    expect(await deliveriesOf(off.id)).to.have.length(0);
+    for (let n = 1; n < 20; n++) await createHook(owner, ['ticket.created']);
+    const refused = await owner.api.post('/webhooks', { url: receiver.url, events: ['*'] }, t);
+    expectError(refused, 409, 'conflict');
+    expect(refused.body.message).to.equal('An organization has at most 20 webhooks');
+  });
+
+  it('checks a changed URL, sends to the new one, and starts the failure count afresh only when enabled again', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner, ['contact.created']);
+    const refused = await owner.api.patch(`/webhooks/${hook.id}`, { url: 'ftp://example.com/hook' }, t);
+    expectError(refused, 400, 'validation_failed');
+    expect(refused.body.error.details.map((d: { field: string }) => d.field)).to.deep.equal(['url']);
+    expect((await owner.api.get(`/webhooks/${hook.id}`, t)).body.data.url).to.equal(receiver.url);
+    const moved = await owner.api.patch(`/webhooks/${hook.id}`, { url: `${receiver.url}?moved=1` }, t);
+    expect(moved.body.data).to.include({ url: `${receiver.url}?moved=1` });
+    expect(moved.body.data.events).to.deep.equal(['contact.created']);
+    await contact(owner);
+    await server.server.jobs.drain(QUEUE);
+    const [r] = await receiver.waitFor(1, ofOrg(owner.orgId));
+    expect(r!.url).to.equal('/hook?moved=1');
+    await knex()('webhooks').where({ id: hook.id }).update({ consecutive_failures: 7, enabled: false, disabled_reason: '50 deliveries failed in a row' });
+    const still = await owner.api.patch(`/webhooks/${hook.id}`, { enabled: false }, t);
+    expect(still.body.data).to.include({ enabled: false, consecutiveFailures: 7, disabledReason: '50 deliveries failed in a row' });
+    const again = await owner.api.patch(`/webhooks/${hook.id}`, { enabled: true }, t);
+    expect(again.body.data).to.include({ enabled: true, consecutiveFailures: 0, disabledReason: null });
+  });
+
+  it('signs with the previous secret too for 24 hours after a rotation, then with the current one alone', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner, ['contact.created']);
+    const first = await owner.api.post(`/webhooks/${hook.id}/rotate-secret`, undefined, t);
+    const second = await owner.api.post(`/webhooks/${hook.id}/rotate-secret`, undefined, t);
+    expect(second.status).to.equal(200);
+    const expires = new Date(second.body.data.previousSecretExpiresAt).getTime();
+    expect(expires - Date.now()).to.be.within(24 * 3600_000 - 60_000, 24 * 3600_000);
+    const stored = await knex()('webhooks').where({ id: hook.id }).first();
+    expect(new Date(stored.previousSecretExpiresAt).getTime()).to.equal(expires);
+    await contact(owner);
+    await server.server.jobs.drain(QUEUE);
+    const [during] = await receiver.waitFor(1, ofOrg(owner.orgId));
+    // The current secret, then the one it replaced (not the first).
+    expect(String(during!.headers['x-webhook-signature']).split(',')).to.have.length(2);
+    expect(signedBy(during!, second.body.data.secret)).to.equal(true);
+    expect(signedBy(during!, first.body.data.secret)).to.equal(true);
+    expect(signedBy(during!, hook.secret)).to.equal(false);
+    await knex()('webhooks').where({ id: hook.id }).update({ previous_secret_expires_at: new Date(Date.now() - 1000) });
+    await contact(owner);
+    await server.server.jobs.drain(QUEUE);
+    const after = (await receiver.waitFor(2, ofOrg(owner.orgId)))[1]!;
+    expect(String(after.headers['x-webhook-signature']).split(',')).to.have.length(1);
+    expect(signedBy(after, second.body.data.secret)).to.equal(true);
+  });
+
+  it('lists a hook\'s deliveries newest first, by status and event, in pages; tests and redelivers', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner, ['contact.*']);
+    const otherHook = await createHook(owner, ['ticket.created']);
+    receiver.plan({ status: 200 });
+    const contactId = await contact(owner, 'First Name');
+    await server.server.jobs.drain(QUEUE);
+    await receiver.waitFor(1, ofOrg(owner.orgId));
+    receiver.plan({ status: 500 });
+    expect((await owner.api.patch(`/contacts/${contactId}`, { name: 'Second Name' }, t)).status).to.equal(200);
+    await server.server.jobs.drain(QUEUE);
+    await receiver.waitFor(2, ofOrg(owner.orgId));
+    const test = await owner.api.post(`/webhooks/${hook.id}/test`, undefined, t);
+    expect(test.status).to.equal(202);
+    expect(test.body.data).to.include({ webhookId: hook.id, event: 'webhook.test', status: 'pending', attempts: 0 });
+    receiver.plan({ status: 400 });
+    await server.server.jobs.drain(QUEUE);
+    const [tested] = await receiver.waitFor(1, (r) => r.json?.type === 'webhook.test' && r.json?.organizationId === owner.orgId);
+    expect(tested!.json.id).to.equal(test.body.data.eventId);
+    expect(tested!.json.data).to.deep.equal({ webhookId: hook.id, message: 'This is a test delivery' });
+
+    const list = async (query = '') => (await owner.api.get(`/webhooks/${hook.id}/deliveries${query}`, t)).body;
+    // The queue's own poller may be the one running them: until each outcome is written.
+    for (const end = Date.now() + 10_000; (await list()).data.some((d: any) => d.attempts === 0); ) {
+      if (Date.now() > end) throw new Error('deliveries still not attempted');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    let page = await list();
+    expect(page.data.map((d: any) => [d.event, d.status])).to.deep.equal([['webhook.test', 'failed'], ['contact.updated', 'pending'], ['contact.created', 'succeeded']]);
+    expect(page.pagination).to.include({ total: 3, offset: 0 });
+    page = await list('?status=pending');
+    expect(page.data.map((d: any) => d.event)).to.deep.equal(['contact.updated']);
+    expect(page.pagination.total).to.equal(1);
+    page = await list('?event=contact.created');
+    expect(page.data.map((d: any) => d.status)).to.deep.equal(['succeeded']);
+    expect(page.pagination.total).to.equal(1);
+    page = await list('?limit=1&offset=1');
+    expect(page.data.map((d: any) => d.event)).to.deep.equal(['contact.updated']);
+    expect(page.pagination).to.include({ total: 3, limit: 1, offset: 1 });
+    const updated = (await list('?event=contact.updated')).data[0];
+    expect((await owner.api.get(`/webhooks/${hook.id}/deliveries/${updated.id}`, t)).body.data).to.include({ id: updated.id, event: 'contact.updated', responseStatus: 500 });
+    // A delivery is found only under its own hook.
+    expectError(await owner.api.get(`/webhooks/${otherHook.id}/deliveries/${updated.id}`, t), 404, 'not_found');
+    expectError(await owner.api.post(`/webhooks/${otherHook.id}/deliveries/${updated.id}/redeliver`, undefined, t), 404, 'not_found');
+
+    const again = await owner.api.post(`/webhooks/${hook.id}/deliveries/${updated.id}/redeliver`, undefined, t);
+    expect(again.status).to.equal(202);
+    expect(again.body.data).to.include({ eventId: updated.eventId, event: 'contact.updated', status: 'pending', attempts: 0 });
+    expect(again.body.data.id).not.to.equal(updated.id);
+    await server.server.jobs.drain(QUEUE);
+    const sent = (await receiver.waitFor(2, (r) => r.json?.type === 'contact.updated' && r.json?.organizationId === owner.orgId));
+    // The same event (its createdAt is the new delivery's: see the README's webhooks section).
+    expect(withoutTime(sent[1]!.json)).to.deep.equal(withoutTime(sent[0]!.json));
+    expect(sent[1]!.headers['x-webhook-id']).to.equal(sent[0]!.headers['x-webhook-id']);
+    expect((await list()).pagination.total).to.equal(4);
+  });
+
+  it('redelivers a message\'s event with the message', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner, ['message.created']);
+    await startConversation(await newVisitor(owner), 'words to send twice');
+    await fannedOut(server.server, owner.orgId);
+    await server.server.jobs.drain(QUEUE);
+    const [first] = await receiver.waitFor(1, ofOrg(owner.orgId));
+    const [delivery] = await deliveriesOf(hook.id);
+    const again = await owner.api.post(`/webhooks/${hook.id}/deliveries/${delivery.id}/redeliver`, undefined, t);
+    expect(again.status, JSON.stringify(again.body)).to.equal(202);
+    await server.server.jobs.drain(QUEUE);
+    const both = await receiver.waitFor(2, ofOrg(owner.orgId));
+    expect(withoutTime(both[1]!.json)).to.deep.equal(withoutTime(first!.json));
+    expect(first!.json.data.message.content).to.equal('words to send twice');
   });
 });
