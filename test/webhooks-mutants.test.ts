@@ -529,6 +529,18 @@ describe('webhooks: subscriptions, secrets and the delivery log', function () {
     expect((await list()).pagination.total).to.equal(4);
   });
 
+  it('sends to a host named by the URL, at the address its check resolved', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const named = receiver.url.replace('127.0.0.1', 'localhost');
+    const res = await owner.api.post('/webhooks', { url: named, events: ['contact.created'] }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    await contact(owner, 'Named Host');
+    await server.server.jobs.drain(QUEUE);
+    const [r] = await receiver.waitFor(1, ofOrg(owner.orgId));
+    expect(r!.headers.host).to.equal(new URL(named).host);
+    expect(r!.json.data.contact.name).to.equal('Named Host');
+  });
+
   it('redelivers a message\'s event with the message', async () => {
     const owner = await signUp(server.server, server.baseUrl);
     const t = { token: owner.accessToken };
@@ -544,5 +556,77 @@ describe('webhooks: subscriptions, secrets and the delivery log', function () {
     const both = await receiver.waitFor(2, ofOrg(owner.orgId));
     expect(withoutTime(both[1]!.json)).to.deep.equal(withoutTime(first!.json));
     expect(first!.json.data.message.content).to.equal('words to send twice');
+  });
+});
+
+describe('webhooks: which targets are refused', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+
+  // Private targets refused, as in production.
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  const PUBLIC = 'https://93.184.215.14/hook';
+
+  it('refuses an address inside every private, loopback, link-local, shared, documentation, multicast or reserved range', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hosts = [
+      '0.1.2.3', '10.0.0.1', '10.255.255.254', '100.64.0.1', '100.127.255.254', '127.0.0.1', '127.255.0.9', '169.254.169.254', '172.16.0.1',
+      '172.31.255.254', '192.0.0.8', '192.0.2.10', '192.168.1.1', '198.18.0.1', '198.19.255.254', '198.51.100.7', '203.0.113.9',
+      '224.0.0.1', '239.1.1.1', '240.0.0.1', '255.255.255.255',
+      '[::]', '[::1]', '[fc00::1]', '[fd12:3456::1]', '[fe80::1]', '[febf::1]', '[ff02::1]', '[64:ff9b::a00:1]', '[2001:db8::1]',
+      // IPv4 written as IPv6: the IPv4 ranges apply.
+      '[::ffff:127.0.0.1]', '[::ffff:10.1.2.3]', '[::ffff:a9fe:a9fe]',
+    ];
+    for (const host of hosts) {
+      const res = await owner.api.post('/webhooks', { url: `https://${host}/hook`, events: ['ticket.created'] }, t);
+      expectError(res, 400, 'validation_failed');
+      expect(res.body.error.details, host).to.have.length(1);
+      expect(res.body.error.details[0].field).to.equal('url');
+      expect(res.body.error.details[0].message, host).to.match(/^The host .+ resolves to a private, loopback or reserved address$/);
+    }
+    expect(await server.server.db.knex('webhooks').where({ organization_id: owner.orgId })).to.have.length(0);
+  });
+
+  it('takes a public address next to each range, at save and when changed', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const created = await owner.api.post('/webhooks', { url: PUBLIC, events: ['ticket.created'], enabled: false }, t);
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const id = created.body.data.webhook.id;
+    for (const host of [
+      '11.0.0.1', '100.63.255.254', '100.128.0.1', '126.255.255.254', '128.0.0.1', '169.253.255.254', '169.255.0.1', '172.15.255.254', '172.32.0.1',
+      '192.0.1.1', '192.0.3.1', '192.167.255.254', '192.169.0.1', '198.17.255.254', '198.20.0.1', '198.51.99.1', '203.0.114.1', '223.255.255.254',
+      '[2606:4700:4700::1111]', '[2001:db9::1]', '[::ffff:5db8:d70e]',
+    ]) {
+      const res = await owner.api.patch(`/webhooks/${id}`, { url: `https://${host}/hook` }, t);
+      expect(res.status, `${host}: ${JSON.stringify(res.body)}`).to.equal(200);
+    }
+  });
+
+  it('says what is wrong with a URL: not https, credentials, not a URL, a host that does not resolve', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const cases: [string, string][] = [
+      ['http://93.184.215.14/hook', 'The URL must be an https URL'],
+      ['ftp://93.184.215.14/hook', 'The URL must be an https URL'],
+      ['https://user:pw@93.184.215.14/hook', 'The URL must not carry credentials'],
+      ['https://user@93.184.215.14/hook', 'The URL must not carry credentials'],
+      ['https://:pw@93.184.215.14/hook', 'The URL must not carry credentials'],
+      ['not a URL at all', 'The URL is not a valid URL'],
+      ['https://hook.invalid/x', 'The host hook.invalid does not resolve'],
+      ['https://localhost/x', 'The host localhost resolves to a private, loopback or reserved address'],
+    ];
+    for (const [url, message] of cases) {
+      const res = await owner.api.post('/webhooks', { url, events: ['ticket.created'] }, t);
+      expectError(res, 400, 'validation_failed');
+      expect(res.body.error.details, url).to.deep.equal([{ field: 'url', message }]);
+    }
   });
 });
