@@ -2,8 +2,9 @@
 // other 4xx are final, the last attempt fails the delivery for good, 50 failures in a row disable the hook, a hook
 // disabled meanwhile gets nothing but a test, the answer is kept cut and without NUL, the request's headers, and an
 // unreadable secret is not retried.
-import { createDecipheriv, createHash, createHmac } from 'node:crypto';
+import { createDecipheriv, createHash, createHmac, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import { isPrivateAddress } from '../server/services/webhooks/ssrf.js';
 import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
 import { newVisitor, startConversation } from './helpers/live.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -467,9 +468,10 @@ describe('webhooks: subscriptions, secrets and the delivery log', function () {
     const owner = await signUp(server.server, server.baseUrl);
     const t = { token: owner.accessToken };
     const hook = await createHook(owner, ['contact.created']);
-    const refused = await owner.api.patch(`/webhooks/${hook.id}`, { url: 'ftp://example.com/hook' }, t);
+    // http is allowed here (WEBHOOKS_ALLOW_PRIVATE), no other scheme.
+    const refused = await owner.api.patch(`/webhooks/${hook.id}`, { url: 'ftp://127.0.0.1/hook' }, t);
     expectError(refused, 400, 'validation_failed');
-    expect(refused.body.error.details.map((d: { field: string }) => d.field)).to.deep.equal(['url']);
+    expect(refused.body.error.details).to.deep.equal([{ field: 'url', message: 'The URL must be an https URL' }]);
     expect((await owner.api.get(`/webhooks/${hook.id}`, t)).body.data.url).to.equal(receiver.url);
     const moved = await owner.api.patch(`/webhooks/${hook.id}`, { url: `${receiver.url}?moved=1` }, t);
     expect(moved.body.data).to.include({ url: `${receiver.url}?moved=1` });
@@ -652,9 +654,21 @@ describe('webhooks: which targets are refused', function () {
       '192.0.1.1', '192.0.3.1', '192.167.255.254', '192.169.0.1', '198.17.255.254', '198.20.0.1', '198.51.99.1', '203.0.114.1', '223.255.255.254',
       '[2606:4700:4700::1111]', '[2001:db9::1]', '[::ffff:5db8:d70e]',
     ]) {
-      const res = await owner.api.patch(`/webhooks/${id}`, { url: `https://${host}/hook` }, t);
+      // A URL of its own (an address once checked is remembered by its URL): checked here, not remembered.
+      const res = await owner.api.patch(`/webhooks/${id}`, { url: `https://${host}/hook?check=${randomUUID()}` }, t);
       expect(res.status, `${host}: ${JSON.stringify(res.body)}`).to.equal(200);
     }
+  });
+
+  it('checks an IPv4 address written as IPv6 against the IPv4 ranges, in either form a name may resolve to', () => {
+    for (const address of ['::ffff:127.0.0.1', '::ffff:7f00:1', '::FFFF:10.1.2.3', '::ffff:169.254.169.254', '::ffff:c0a8:101']) {
+      expect(isPrivateAddress(address), address).to.equal(true);
+    }
+    for (const address of ['::ffff:93.184.215.14', '::ffff:5db8:d70e', '93.184.215.14', '2606:4700:4700::1111']) {
+      expect(isPrivateAddress(address), address).to.equal(false);
+    }
+    // Not an address at all: never taken as public.
+    expect(isPrivateAddress('example.com')).to.equal(true);
   });
 
   it('says what is wrong with a URL: not https, credentials, not a URL, a host that does not resolve', async () => {
