@@ -398,7 +398,9 @@ describe('webhooks: subscriptions, secrets and the delivery log', function () {
     expect((await owner.api.delete(`/webhooks/${hook.id}`, t)).status).to.equal(200);
     await contact(owner);
     expect(await knex()('webhook_deliveries').where({ organization_id: owner.orgId })).to.have.length(0);
-    expectError(await owner.api.delete(`/webhooks/${hook.id}`, t), 404, 'not_found');
+    const gone = await owner.api.delete(`/webhooks/${hook.id}`, t);
+    expectError(gone, 404, 'not_found');
+    expect(gone.body.message).to.equal('Webhook not found');
     expectError(await owner.api.patch(`/webhooks/${hook.id}`, { enabled: true }, t), 404, 'not_found');
   });
 
