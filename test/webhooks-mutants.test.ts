@@ -4,6 +4,7 @@
 // unreadable secret is not retried.
 import { createDecipheriv, createHash, createHmac, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import { WEBHOOK_FANOUT_QUEUE } from '../server/services/webhooks/queue.js';
 import { isPrivateAddress } from '../server/services/webhooks/ssrf.js';
 import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
 import { newVisitor, startConversation } from './helpers/live.js';
@@ -207,6 +208,17 @@ describe('webhooks: delivery rules', function () {
     expect((await receiver.waitFor(1)).map((r) => r.json.type)).to.deep.equal(['webhook.test']);
     for (const end = Date.now() + 5000; (await since(before)).succeeded === 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 25));
     expect(await since(before)).to.deep.equal({ succeeded: 1, retry: 0, failed: 1 });
+  });
+
+  it('sends each event its own body when several are claimed together', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    await createHook(owner);
+    await contact(owner, 'First Together');
+    await contact(owner, 'Second Together');
+    await server.server.jobs.drain(QUEUE);
+    const got = await receiver.waitFor(2, (r) => r.json?.organizationId === owner.orgId);
+    expect(got.map((r) => r.json.data.contact.name).sort()).to.deep.equal(['First Together', 'Second Together']);
+    expect(new Set(got.map((r) => r.json.id)).size).to.equal(2);
   });
 
   it('keeps the first 1024 characters of the answer, without NUL', async () => {
@@ -424,20 +436,30 @@ describe('webhooks: subscriptions, secrets and the delivery log', function () {
       hooks[events] = (await createHook(owner, [events])).id;
     }
     await contact(owner);
-    await startConversation(await newVisitor(owner), 'to the message subscribers');
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'to the message subscribers');
+    // A second message goes the batched way, which asks which organizations want message.created.
+    expect((await visitor.api.post(`/widget/conversations/${conversationId}/messages`, { content: 'and again' }, { token: visitor.token })).status).to.equal(201);
     await fannedOut(server.server, owner.orgId);
     const got: Record<string, string[]> = {};
     for (const [events, id] of Object.entries(hooks)) got[events] = (await deliveriesOf(id)).map((d: { eventType: string }) => d.eventType).sort();
     expect(got).to.deep.equal({
-      '*': ['contact.created', 'conversation.created', 'message.created'],
+      '*': ['contact.created', 'conversation.created', 'message.created', 'message.created'],
       'contact.*': ['contact.created'],
       'contact.created': ['contact.created'],
       'contact.updated': [],
       'ticket.*': [],
-      'message.*': ['message.created'],
-      'message.created': ['message.created'],
+      'message.*': ['message.created', 'message.created'],
+      'message.created': ['message.created', 'message.created'],
       'conversation.created': ['conversation.created'],
     });
+    // An organization whose hooks want no message event pays nothing on its messages: no fan-out job either way.
+    const quiet = await signUp(server.server, server.baseUrl);
+    await createHook(quiet, ['contact.created', 'ticket.*']);
+    const quietVisitor = await newVisitor(quiet);
+    const quietStart = await startConversation(quietVisitor, 'nobody listens');
+    expect((await quietVisitor.api.post(`/widget/conversations/${quietStart.conversationId}/messages`, { content: 'still nobody' }, { token: quietVisitor.token })).status).to.equal(201);
+    expect(await knex()('jobs').where({ queue: WEBHOOK_FANOUT_QUEUE, organization_id: quiet.orgId })).to.have.length(0);
   });
 
   it('sees a subscription another instance made within 2 seconds', async () => {
