@@ -2,11 +2,16 @@
 // other 4xx are final, the last attempt fails the delivery for good, 50 failures in a row disable the hook, a hook
 // disabled meanwhile gets nothing but a test, the answer is kept cut and without NUL, the request's headers, and an
 // unreadable secret is not retried.
-import { createDecipheriv, createHmac } from 'node:crypto';
+import { createDecipheriv, createHash, createHmac, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import { WEBHOOK_FANOUT_QUEUE } from '../server/services/webhooks/queue.js';
+import { isPrivateAddress } from '../server/services/webhooks/ssrf.js';
 import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
+import { newVisitor, startConversation } from './helpers/live.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
-import { startReceiver, type WebhookReceiver } from './helpers/webhookReceiver.js';
+import { expectError } from './helpers/tenancy.js';
+import { fannedOut } from './helpers/webhookFanout.js';
+import { startReceiver, type Received, type WebhookReceiver } from './helpers/webhookReceiver.js';
 
 const QUEUE = 'webhook-delivery';
 const METRICS_TOKEN = 'metrics-token-webhook-rules';
@@ -19,6 +24,9 @@ describe('webhooks: delivery rules', function () {
   before(async () => {
     server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '2000', METRICS_TOKEN });
     receiver = await startReceiver();
+    // Deliveries earlier tests (or runs) left waiting for a retry, to receivers long gone, wait a day more: run here,
+    // they would add to the counts these tests read.
+    await server.server.db.knex('jobs').where({ queue: QUEUE, status: 'pending' }).update({ run_at: new Date(Date.now() + 86_400_000) });
   });
   after(async () => {
     await server?.stop();
@@ -196,8 +204,21 @@ describe('webhooks: delivery rules', function () {
     expect(receiver.received).to.have.length(0);
     expect((await owner.api.post(`/webhooks/${hook.id}/test`, undefined, t)).status).to.equal(202);
     await server.server.jobs.drain(QUEUE);
-    expect(receiver.received.map((r) => r.json.type)).to.deep.equal(['webhook.test']);
+    // (Under load the run may still be finishing when drain returns: it found the job already claimed.)
+    expect((await receiver.waitFor(1)).map((r) => r.json.type)).to.deep.equal(['webhook.test']);
+    for (const end = Date.now() + 5000; (await since(before)).succeeded === 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 25));
     expect(await since(before)).to.deep.equal({ succeeded: 1, retry: 0, failed: 1 });
+  });
+
+  it('sends each event its own body when several are claimed together', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    await createHook(owner);
+    await contact(owner, 'First Together');
+    await contact(owner, 'Second Together');
+    await server.server.jobs.drain(QUEUE);
+    const got = await receiver.waitFor(2, (r) => r.json?.organizationId === owner.orgId);
+    expect(got.map((r) => r.json.data.contact.name).sort()).to.deep.equal(['First Together', 'Second Together']);
+    expect(new Set(got.map((r) => r.json.id)).size).to.equal(2);
   });
 
   it('keeps the first 1024 characters of the answer, without NUL', async () => {
@@ -262,5 +283,435 @@ describe('webhooks: delivery rules', function () {
     expect(delivery.lastError).to.match(/signing secret cannot be read/);
     expect(job.status).to.equal('failed');
     expect(receiver.received).to.have.length(0);
+  });
+});
+
+describe('webhooks: each receiver its own limit', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+
+  // Answers may take long here: a held delivery must stay in flight rather than time out.
+  before(async () => {
+    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '30000' });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('serves a second receiver while a slow one has its 16 deliveries in flight', async () => {
+    const slow = await startReceiver();
+    const quick = await startReceiver();
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    try {
+      const owner = await signUp(server.server, server.baseUrl);
+      const other = await signUp(server.server, server.baseUrl);
+      for (let n = 0; n < 16; n++) {
+        const res = await owner.api.post('/webhooks', { url: `${slow.url}?n=${n}`, events: ['contact.created'] }, { token: owner.accessToken });
+        expect(res.status).to.equal(201);
+      }
+      expect((await other.api.post('/webhooks', { url: quick.url, events: ['contact.created'] }, { token: other.accessToken })).status).to.equal(201);
+      slow.plan(...Array.from({ length: 16 }, () => ({ status: 200, hold: held })));
+      expect((await owner.api.post('/contacts', { name: 'Slow One', email: uniqueEmail('slowhook') }, { token: owner.accessToken })).status).to.equal(201);
+      const first = server.server.jobs.drain(QUEUE);
+      // The slow receiver holds all 16 of its deliveries: its limit is reached.
+      for (const end = Date.now() + 20_000; slow.openNow() < 16; ) {
+        if (Date.now() > end) throw new Error(`the slow receiver holds ${slow.openNow()} of 16`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect((await other.api.post('/contacts', { name: 'Quick One', email: uniqueEmail('quickhook') }, { token: other.accessToken })).status).to.equal(201);
+      const second = server.server.jobs.drain(QUEUE);
+      // Not behind the slow receiver's deliveries: it arrives while they are all still held.
+      const [r] = await quick.waitFor(1, () => true, 10_000);
+      expect(r!.json).to.include({ type: 'contact.created', organizationId: other.orgId });
+      expect(slow.openNow()).to.equal(16);
+      expect(slow.received).to.have.length(0);
+      release();
+      await Promise.all([first, second]);
+      expect(await slow.waitFor(16, () => true, 20_000)).to.have.length(16);
+      expect(slow.mostAtOnce()).to.equal(16);
+    } finally {
+      release();
+      await slow.close();
+      await quick.close();
+    }
+  });
+});
+
+/** The receiver's check, written apart from the server's: any `v1=` HMAC-SHA256(secret, `ts.body`) matches. */
+function signedBy(r: Received, secret: string): boolean {
+  const expected = createHmac('sha256', secret).update(`${String(r.headers['x-webhook-timestamp'])}.${r.body}`).digest('hex');
+  return String(r.headers['x-webhook-signature']).split(',').some((part) => part.trim() === `v1=${expected}`);
+}
+
+const withoutTime = ({ createdAt: _createdAt, ...rest }: Record<string, unknown>) => rest;
+
+describe('webhooks: subscriptions, secrets and the delivery log', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+  let receiver: WebhookReceiver;
+
+  before(async () => {
+    server = await startTestServer({ WEBHOOKS_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT_MS: '2000' });
+    receiver = await startReceiver();
+  });
+  after(async () => {
+    await server?.stop();
+    await receiver?.close();
+  });
+  beforeEach(() => {
+    receiver.received.length = 0;
+    receiver.plan();
+  });
+
+  const knex = () => server.server.db.knex;
+  const ofOrg = (orgId: string) => (r: Received) => r.json?.organizationId === orgId;
+
+  async function createHook(owner: SignedUp, events: string[], extra: Record<string, unknown> = {}): Promise<{ id: string; secret: string; body: any }> {
+    const res = await owner.api.post('/webhooks', { url: receiver.url, events, ...extra }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return { id: res.body.data.webhook.id, secret: res.body.data.secret, body: res.body };
+  }
+
+  async function contact(owner: SignedUp, name = 'Someone'): Promise<string> {
+    const res = await owner.api.post('/contacts', { name, email: uniqueEmail('hooklog') }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    return res.body.data.id;
+  }
+
+  const deliveriesOf = async (hookId: string) => knex()('webhook_deliveries').where({ webhook_id: hookId }).orderBy('created_at');
+
+  it('records a subscription\'s events from its creation on, and not once it is changed away, disabled or deleted', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    // The organization's subscriptions (none yet) are now this instance's view: each change below must replace it.
+    await contact(owner);
+    const hook = await createHook(owner, ['contact.created']);
+    await contact(owner);
+    expect(await deliveriesOf(hook.id)).to.have.length(1);
+    expect((await owner.api.patch(`/webhooks/${hook.id}`, { events: ['ticket.created'] }, t)).status).to.equal(200);
+    await contact(owner);
+    expect(await deliveriesOf(hook.id)).to.have.length(1);
+    expect((await owner.api.patch(`/webhooks/${hook.id}`, { events: ['contact.*'] }, t)).status).to.equal(200);
+    await contact(owner);
+    expect(await deliveriesOf(hook.id)).to.have.length(2);
+    expect((await owner.api.patch(`/webhooks/${hook.id}`, { enabled: false }, t)).status).to.equal(200);
+    await contact(owner);
+    expect(await deliveriesOf(hook.id)).to.have.length(2);
+    expect((await owner.api.patch(`/webhooks/${hook.id}`, { enabled: true }, t)).status).to.equal(200);
+    await contact(owner);
+    const rows = await deliveriesOf(hook.id);
+    expect(rows).to.have.length(3);
+    // Each event its own id, though of the same type.
+    expect(new Set(rows.map((r: { eventId: string }) => r.eventId)).size).to.equal(3);
+    expect(rows.every((r: { messageId: string | null }) => r.messageId === null)).to.equal(true);
+    expect((await owner.api.delete(`/webhooks/${hook.id}`, t)).status).to.equal(200);
+    await contact(owner);
+    expect(await knex()('webhook_deliveries').where({ organization_id: owner.orgId })).to.have.length(0);
+    const gone = await owner.api.delete(`/webhooks/${hook.id}`, t);
+    expectError(gone, 404, 'not_found');
+    expect(gone.body.message).to.equal('Webhook not found');
+    expectError(await owner.api.patch(`/webhooks/${hook.id}`, { enabled: true }, t), 404, 'not_found');
+  });
+
+  it('takes every event type, area and `*`, never the test event; a hook gets an event by its type, its area or `*`', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const types = [
+      'conversation.created', 'conversation.updated', 'conversation.resolved', 'conversation.assigned', 'message.created',
+      'contact.created', 'contact.updated', 'contact.merged', 'ticket.created', 'ticket.updated', 'ticket.status_changed',
+      'ticket.merged', 'ticket.reply_sent', 'knowledge.indexed', 'knowledge.failed', 'channel.status_changed',
+    ];
+    const all = ['*', 'conversation.*', 'message.*', 'contact.*', 'ticket.*', 'knowledge.*', 'channel.*', ...types];
+    const everything = await createHook(owner, all);
+    expect(everything.body.data.webhook.events).to.deep.equal(all);
+    await owner.api.delete(`/webhooks/${everything.id}`, t);
+    for (const refused of ['webhook.test', 'webhook.*', 'contact', 'contact.deleted']) {
+      expectError(await owner.api.post('/webhooks', { url: receiver.url, events: [refused] }, t), 400, 'validation_failed');
+    }
+    const hooks: Record<string, string> = {};
+    for (const events of ['*', 'contact.*', 'contact.created', 'contact.updated', 'ticket.*', 'message.*', 'message.created', 'conversation.created']) {
+      hooks[events] = (await createHook(owner, [events])).id;
+    }
+    await contact(owner);
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'to the message subscribers');
+    // A second message goes the batched way, which asks which organizations want message.created.
+    expect((await visitor.api.post(`/widget/conversations/${conversationId}/messages`, { content: 'and again' }, { token: visitor.token })).status).to.equal(201);
+    await fannedOut(server.server, owner.orgId);
+    const got: Record<string, string[]> = {};
+    for (const [events, id] of Object.entries(hooks)) got[events] = (await deliveriesOf(id)).map((d: { eventType: string }) => d.eventType).sort();
+    expect(got).to.deep.equal({
+      '*': ['contact.created', 'conversation.created', 'message.created', 'message.created'],
+      'contact.*': ['contact.created'],
+      'contact.created': ['contact.created'],
+      'contact.updated': [],
+      'ticket.*': [],
+      'message.*': ['message.created', 'message.created'],
+      'message.created': ['message.created', 'message.created'],
+      'conversation.created': ['conversation.created'],
+    });
+    // An organization whose hooks want no message event pays nothing on its messages: no fan-out job either way.
+    const quiet = await signUp(server.server, server.baseUrl);
+    await createHook(quiet, ['contact.created', 'ticket.*']);
+    const quietVisitor = await newVisitor(quiet);
+    const quietStart = await startConversation(quietVisitor, 'nobody listens');
+    expect((await quietVisitor.api.post(`/widget/conversations/${quietStart.conversationId}/messages`, { content: 'still nobody' }, { token: quietVisitor.token })).status).to.equal(201);
+    expect(await knex()('jobs').where({ queue: WEBHOOK_FANOUT_QUEUE, organization_id: quiet.orgId })).to.have.length(0);
+  });
+
+  it('sees a subscription another instance made within 2 seconds', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const other = await signUp(server.server, server.baseUrl);
+    const sealed = (await knex()('webhooks').where({ id: (await createHook(other, ['ticket.created'])).id }).first()).secretEncrypted;
+    await contact(owner);
+    // Written as another instance would: this one is not told.
+    const [row] = await knex()('webhooks').insert({ organization_id: owner.orgId, url: receiver.url, events: JSON.stringify(['contact.created']), secret_encrypted: sealed }).returning('id');
+    await new Promise((r) => setTimeout(r, 2100));
+    await contact(owner);
+    expect(await deliveriesOf((row as { id: string }).id)).to.have.length(1);
+  });
+
+  it('creates a hook disabled when asked, and refuses the 21st with its reason', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const off = await createHook(owner, ['contact.created'], { enabled: false });
+    expect(off.body.data.webhook).to.include({ enabled: false, consecutiveFailures: 0, disabledReason: null });
+    expect(off.body.data.webhook.events).to.deep.equal(['contact.created']);
+    await contact(owner);
+    expect(await deliveriesOf(off.id)).to.have.length(0);
+    for (let n = 1; n < 20; n++) await createHook(owner, ['ticket.created']);
+    const refused = await owner.api.post('/webhooks', { url: receiver.url, events: ['*'] }, t);
+    expectError(refused, 409, 'conflict');
+    expect(refused.body.message).to.equal('An organization has at most 20 webhooks');
+  });
+
+  it('checks a changed URL, sends to the new one, and starts the failure count afresh only when enabled again', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner, ['contact.created']);
+    // http is allowed here (WEBHOOKS_ALLOW_PRIVATE), no other scheme.
+    const refused = await owner.api.patch(`/webhooks/${hook.id}`, { url: 'ftp://127.0.0.1/hook' }, t);
+    expectError(refused, 400, 'validation_failed');
+    expect(refused.body.error.details).to.deep.equal([{ field: 'url', message: 'The URL must be an https URL' }]);
+    expect((await owner.api.get(`/webhooks/${hook.id}`, t)).body.data.url).to.equal(receiver.url);
+    const moved = await owner.api.patch(`/webhooks/${hook.id}`, { url: `${receiver.url}?moved=1` }, t);
+    expect(moved.body.data).to.include({ url: `${receiver.url}?moved=1` });
+    expect(moved.body.data.events).to.deep.equal(['contact.created']);
+    await contact(owner);
+    await server.server.jobs.drain(QUEUE);
+    const [r] = await receiver.waitFor(1, ofOrg(owner.orgId));
+    expect(r!.url).to.equal('/hook?moved=1');
+    await knex()('webhooks').where({ id: hook.id }).update({ consecutive_failures: 7, enabled: false, disabled_reason: '50 deliveries failed in a row' });
+    const still = await owner.api.patch(`/webhooks/${hook.id}`, { enabled: false }, t);
+    expect(still.body.data).to.include({ enabled: false, consecutiveFailures: 7, disabledReason: '50 deliveries failed in a row' });
+    const again = await owner.api.patch(`/webhooks/${hook.id}`, { enabled: true }, t);
+    expect(again.body.data).to.include({ enabled: true, consecutiveFailures: 0, disabledReason: null });
+  });
+
+  it('signs with the previous secret too for 24 hours after a rotation, then with the current one alone', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner, ['contact.created']);
+    const first = await owner.api.post(`/webhooks/${hook.id}/rotate-secret`, undefined, t);
+    const second = await owner.api.post(`/webhooks/${hook.id}/rotate-secret`, undefined, t);
+    expect(second.status).to.equal(200);
+    const expires = new Date(second.body.data.previousSecretExpiresAt).getTime();
+    expect(expires - Date.now()).to.be.within(24 * 3600_000 - 60_000, 24 * 3600_000);
+    const stored = await knex()('webhooks').where({ id: hook.id }).first();
+    expect(new Date(stored.previousSecretExpiresAt).getTime()).to.equal(expires);
+    await contact(owner);
+    await server.server.jobs.drain(QUEUE);
+    const [during] = await receiver.waitFor(1, ofOrg(owner.orgId));
+    // The current secret, then the one it replaced (not the first).
+    expect(String(during!.headers['x-webhook-signature']).split(',')).to.have.length(2);
+    expect(signedBy(during!, second.body.data.secret)).to.equal(true);
+    expect(signedBy(during!, first.body.data.secret)).to.equal(true);
+    expect(signedBy(during!, hook.secret)).to.equal(false);
+    await knex()('webhooks').where({ id: hook.id }).update({ previous_secret_expires_at: new Date(Date.now() - 1000) });
+    await contact(owner);
+    await server.server.jobs.drain(QUEUE);
+    const after = (await receiver.waitFor(2, ofOrg(owner.orgId)))[1]!;
+    expect(String(after.headers['x-webhook-signature']).split(',')).to.have.length(1);
+    expect(signedBy(after, second.body.data.secret)).to.equal(true);
+  });
+
+  it('lists a hook\'s deliveries newest first, by status and event, in pages; tests and redelivers', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner, ['contact.*']);
+    const otherHook = await createHook(owner, ['ticket.created']);
+    receiver.plan({ status: 200 });
+    const contactId = await contact(owner, 'First Name');
+    await server.server.jobs.drain(QUEUE);
+    await receiver.waitFor(1, ofOrg(owner.orgId));
+    receiver.plan({ status: 500 });
+    expect((await owner.api.patch(`/contacts/${contactId}`, { name: 'Second Name' }, t)).status).to.equal(200);
+    await server.server.jobs.drain(QUEUE);
+    await receiver.waitFor(2, ofOrg(owner.orgId));
+    const test = await owner.api.post(`/webhooks/${hook.id}/test`, undefined, t);
+    expect(test.status).to.equal(202);
+    expect(test.body.data).to.include({ webhookId: hook.id, event: 'webhook.test', status: 'pending', attempts: 0 });
+    receiver.plan({ status: 400 });
+    await server.server.jobs.drain(QUEUE);
+    const [tested] = await receiver.waitFor(1, (r) => r.json?.type === 'webhook.test' && r.json?.organizationId === owner.orgId);
+    expect(tested!.json.id).to.equal(test.body.data.eventId);
+    expect(tested!.json.data).to.deep.equal({ webhookId: hook.id, message: 'This is a test delivery' });
+
+    const list = async (query = '') => (await owner.api.get(`/webhooks/${hook.id}/deliveries${query}`, t)).body;
+    // The queue's own poller may be the one running them: until each outcome is written.
+    for (const end = Date.now() + 10_000; (await list()).data.some((d: any) => d.attempts === 0); ) {
+      if (Date.now() > end) throw new Error('deliveries still not attempted');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    let page = await list();
+    expect(page.data.map((d: any) => [d.event, d.status])).to.deep.equal([['webhook.test', 'failed'], ['contact.updated', 'pending'], ['contact.created', 'succeeded']]);
+    expect(page.pagination).to.include({ total: 3, offset: 0 });
+    page = await list('?status=pending');
+    expect(page.data.map((d: any) => d.event)).to.deep.equal(['contact.updated']);
+    expect(page.pagination.total).to.equal(1);
+    page = await list('?event=contact.created');
+    expect(page.data.map((d: any) => d.status)).to.deep.equal(['succeeded']);
+    expect(page.pagination.total).to.equal(1);
+    page = await list('?limit=1&offset=1');
+    expect(page.data.map((d: any) => d.event)).to.deep.equal(['contact.updated']);
+    expect(page.pagination).to.include({ total: 3, limit: 1, offset: 1 });
+    const updated = (await list('?event=contact.updated')).data[0];
+    expect((await owner.api.get(`/webhooks/${hook.id}/deliveries/${updated.id}`, t)).body.data).to.include({ id: updated.id, event: 'contact.updated', responseStatus: 500 });
+    // A delivery is found only under its own hook.
+    expectError(await owner.api.get(`/webhooks/${otherHook.id}/deliveries/${updated.id}`, t), 404, 'not_found');
+    expectError(await owner.api.post(`/webhooks/${otherHook.id}/deliveries/${updated.id}/redeliver`, undefined, t), 404, 'not_found');
+
+    const again = await owner.api.post(`/webhooks/${hook.id}/deliveries/${updated.id}/redeliver`, undefined, t);
+    expect(again.status).to.equal(202);
+    expect(again.body.data).to.include({ eventId: updated.eventId, event: 'contact.updated', status: 'pending', attempts: 0 });
+    expect(again.body.data.id).not.to.equal(updated.id);
+    await server.server.jobs.drain(QUEUE);
+    const sent = (await receiver.waitFor(2, (r) => r.json?.type === 'contact.updated' && r.json?.organizationId === owner.orgId));
+    // The same event (its createdAt is the new delivery's: see the README's webhooks section).
+    expect(withoutTime(sent[1]!.json)).to.deep.equal(withoutTime(sent[0]!.json));
+    expect(sent[1]!.headers['x-webhook-id']).to.equal(sent[0]!.headers['x-webhook-id']);
+    expect((await list()).pagination.total).to.equal(4);
+    // Its log with it: the delivery answered 500 would be retried to this receiver after it is gone.
+    expect((await owner.api.delete(`/webhooks/${hook.id}`, t)).status).to.equal(200);
+  });
+
+  it('sends to a host named by the URL, at the address its check resolved', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const named = receiver.url.replace('127.0.0.1', 'localhost');
+    const res = await owner.api.post('/webhooks', { url: named, events: ['contact.created'] }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    await contact(owner, 'Named Host');
+    await server.server.jobs.drain(QUEUE);
+    const [r] = await receiver.waitFor(1, ofOrg(owner.orgId));
+    expect(r!.headers.host).to.equal(new URL(named).host);
+    expect(r!.json.data.contact.name).to.equal('Named Host');
+  });
+
+  it('redelivers a message\'s event with the message', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner, ['message.created']);
+    await startConversation(await newVisitor(owner), 'words to send twice');
+    await fannedOut(server.server, owner.orgId);
+    await server.server.jobs.drain(QUEUE);
+    const [first] = await receiver.waitFor(1, ofOrg(owner.orgId));
+    const [delivery] = await deliveriesOf(hook.id);
+    const again = await owner.api.post(`/webhooks/${hook.id}/deliveries/${delivery.id}/redeliver`, undefined, t);
+    expect(again.status, JSON.stringify(again.body)).to.equal(202);
+    await server.server.jobs.drain(QUEUE);
+    const both = await receiver.waitFor(2, ofOrg(owner.orgId));
+    expect(withoutTime(both[1]!.json)).to.deep.equal(withoutTime(first!.json));
+    expect(first!.json.data.message.content).to.equal('words to send twice');
+    // The event's id derives from the message (md5 of `message.created:<id>` as a uuid): every run and hook alike.
+    const h = createHash('md5').update(`message.created:${first!.json.data.message.id}`).digest('hex');
+    expect(first!.json.id).to.equal(`${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`);
+    expect(both[1]!.headers['x-webhook-id']).to.equal(first!.json.id);
+  });
+});
+
+describe('webhooks: which targets are refused', function () {
+  this.timeout(60_000);
+  let server: TestServer;
+
+  // Private targets refused, as in production.
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  const PUBLIC = 'https://93.184.215.14/hook';
+
+  it('refuses an address inside every private, loopback, link-local, shared, documentation, multicast or reserved range', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hosts = [
+      '0.1.2.3', '10.0.0.1', '10.255.255.254', '100.64.0.1', '100.127.255.254', '127.0.0.1', '127.255.0.9', '169.254.169.254', '172.16.0.1',
+      '172.31.255.254', '192.0.0.8', '192.0.2.10', '192.168.1.1', '198.18.0.1', '198.19.255.254', '198.51.100.7', '203.0.113.9',
+      '224.0.0.1', '239.1.1.1', '240.0.0.1', '255.255.255.255',
+      '[::]', '[::1]', '[fc00::1]', '[fd12:3456::1]', '[fe80::1]', '[febf::1]', '[ff02::1]', '[64:ff9b::a00:1]', '[2001:db8::1]',
+      // IPv4 written as IPv6: the IPv4 ranges apply.
+      '[::ffff:127.0.0.1]', '[::ffff:10.1.2.3]', '[::ffff:a9fe:a9fe]',
+    ];
+    for (const host of hosts) {
+      const res = await owner.api.post('/webhooks', { url: `https://${host}/hook`, events: ['ticket.created'] }, t);
+      expectError(res, 400, 'validation_failed');
+      expect(res.body.error.details, host).to.have.length(1);
+      expect(res.body.error.details[0].field).to.equal('url');
+      expect(res.body.error.details[0].message, host).to.match(/^The host .+ resolves to a private, loopback or reserved address$/);
+    }
+    expect(await server.server.db.knex('webhooks').where({ organization_id: owner.orgId })).to.have.length(0);
+  });
+
+  it('takes a public address next to each range, at save and when changed', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const created = await owner.api.post('/webhooks', { url: PUBLIC, events: ['ticket.created'], enabled: false }, t);
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const id = created.body.data.webhook.id;
+    for (const host of [
+      '11.0.0.1', '100.63.255.254', '100.128.0.1', '126.255.255.254', '128.0.0.1', '169.253.255.254', '169.255.0.1', '172.15.255.254', '172.32.0.1',
+      '192.0.1.1', '192.0.3.1', '192.167.255.254', '192.169.0.1', '198.17.255.254', '198.20.0.1', '198.51.99.1', '203.0.114.1', '223.255.255.254',
+      '[2606:4700:4700::1111]', '[2001:db9::1]', '[::ffff:5db8:d70e]',
+    ]) {
+      // A URL of its own (an address once checked is remembered by its URL): checked here, not remembered.
+      const res = await owner.api.patch(`/webhooks/${id}`, { url: `https://${host}/hook?check=${randomUUID()}` }, t);
+      expect(res.status, `${host}: ${JSON.stringify(res.body)}`).to.equal(200);
+    }
+  });
+
+  it('checks an IPv4 address written as IPv6 against the IPv4 ranges, in either form a name may resolve to', () => {
+    for (const address of ['::ffff:127.0.0.1', '::ffff:7f00:1', '::FFFF:10.1.2.3', '::ffff:169.254.169.254', '::ffff:c0a8:101']) {
+      expect(isPrivateAddress(address), address).to.equal(true);
+    }
+    for (const address of ['::ffff:93.184.215.14', '::ffff:5db8:d70e', '93.184.215.14', '2606:4700:4700::1111']) {
+      expect(isPrivateAddress(address), address).to.equal(false);
+    }
+    // Not an address at all: never taken as public.
+    expect(isPrivateAddress('example.com')).to.equal(true);
+  });
+
+  it('says what is wrong with a URL: not https, credentials, not a URL, a host that does not resolve', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const cases: [string, string][] = [
+      ['http://93.184.215.14/hook', 'The URL must be an https URL'],
+      ['ftp://93.184.215.14/hook', 'The URL must be an https URL'],
+      ['https://user:pw@93.184.215.14/hook', 'The URL must not carry credentials'],
+      ['https://user@93.184.215.14/hook', 'The URL must not carry credentials'],
+      ['https://:pw@93.184.215.14/hook', 'The URL must not carry credentials'],
+      ['not a URL at all', 'The URL is not a valid URL'],
+      ['https://hook.invalid/x', 'The host hook.invalid does not resolve'],
+      ['https://localhost/x', 'The host localhost resolves to a private, loopback or reserved address'],
+    ];
+    for (const [url, message] of cases) {
+      const res = await owner.api.post('/webhooks', { url, events: ['ticket.created'] }, t);
+      expectError(res, 400, 'validation_failed');
+      expect(res.body.error.details, url).to.deep.equal([{ field: 'url', message }]);
+    }
   });
 });

@@ -16,6 +16,8 @@ export interface Answer {
   headers?: Record<string, string>;
   /** The answer's body; 'ok' when not given. */
   body?: string;
+  /** Answered only once this settles (after `delayMs`, if both). */
+  hold?: Promise<unknown>;
 }
 
 export interface WebhookReceiver {
@@ -23,6 +25,8 @@ export interface WebhookReceiver {
   received: Received[];
   /** The most requests this receiver held at once (arrived, not yet answered). */
   mostAtOnce(): number;
+  /** Requests arrived and not yet answered. */
+  openNow(): number;
   /** Answers for the next requests, in order; afterwards 200. */
   plan(...answers: Answer[]): void;
   /** Resolves once `count` requests matching `filter` arrived. */
@@ -53,8 +57,9 @@ export async function startReceiver(): Promise<WebhookReceiver> {
         received.push({ url: req.url ?? '', headers: req.headers, body, json });
         if (!res.destroyed) res.writeHead(answer.status, answer.headers).end(answer.body ?? 'ok');
       };
-      if (answer.delayMs) setTimeout(respond, answer.delayMs);
-      else respond();
+      const answerNow = () => (answer.hold ? void answer.hold.then(respond, respond) : respond());
+      if (answer.delayMs) setTimeout(answerNow, answer.delayMs);
+      else answerNow();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
@@ -63,6 +68,7 @@ export async function startReceiver(): Promise<WebhookReceiver> {
     url: `http://127.0.0.1:${port}/hook`,
     received,
     mostAtOnce: () => most,
+    openNow: () => open,
     plan: (...a) => {
       answers = a;
     },

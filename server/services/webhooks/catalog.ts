@@ -1,6 +1,4 @@
 // The events a webhook can subscribe to, and the patterns (`conversation.*`, `*`) a subscription may use.
-import { createHash } from 'node:crypto';
-
 export const WEBHOOK_EVENTS = [
   'conversation.created', 'conversation.updated', 'conversation.resolved', 'conversation.assigned',
   'message.created',
@@ -24,8 +22,3 @@ export function subscribes(events: readonly string[], type: string): boolean {
   return patternsFor(type).some((p) => events.includes(p));
 }
 
-/** The event's id, derived from what it is about, so every subscription and every retry names it alike. */
-export function eventIdOf(type: string, subjectKey: string): string {
-  const h = createHash('md5').update(`${type}:${subjectKey}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}

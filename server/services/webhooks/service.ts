@@ -7,7 +7,7 @@ import type { Webhook } from '../../../db/models/Webhook.js';
 import type { WebhookDelivery, WebhookDeliveryStatus } from '../../../db/models/WebhookDelivery.js';
 import { Conflict, NotFound, ValidationFailed } from '../../errors.js';
 import type { JobQueue } from '../../jobs/index.js';
-import { eventIdOf, patternsFor, subscribes, TEST_EVENT } from './catalog.js';
+import { patternsFor, subscribes, TEST_EVENT } from './catalog.js';
 import { generateWebhookSecret, type SecretBox } from './signing.js';
 import { resolveTarget, UnsafeTarget, type TargetPolicy } from './ssrf.js';
 import type { EventData } from './outbox.js';
@@ -78,9 +78,10 @@ export class WebhookService {
       return;
     }
     const data = typeof eventData === 'function' ? await eventData() : eventData;
-    const eventId = opts.messageId ? eventIdOf(type, opts.messageId) : randomUUID();
+    // One id for the event, whichever subscriptions want it (a message's is derived by the fan-out).
+    const eventId = randomUUID();
     const rows = (await trx('webhook_deliveries')
-      .insert(hooks.map((h) => ({ organization_id: orgId, webhook_id: h.id, event_id: eventId, event_type: type, payload: JSON.stringify(data), message_id: opts.messageId ?? null })))
+      .insert(hooks.map((h) => ({ organization_id: orgId, webhook_id: h.id, event_id: eventId, event_type: type, payload: JSON.stringify(data) })))
       .returning('id')) as { id: string }[];
     await this.deps.jobs.enqueueMany(WEBHOOK_QUEUE, rows.map((row) => ({ deliveryId: row.id })), { trx, organizationId: orgId });
   }

@@ -15,13 +15,14 @@ for (const [net, prefix] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::'
   blocked.addSubnet(net, prefix, 'ipv6');
 }
 
-/** Whether an address is private, loopback, link-local, unspecified, multicast or reserved. */
+/**
+ * Whether an address is private, loopback, link-local, unspecified, multicast or reserved. An IPv4 address written
+ * as IPv6 (`::ffff:10.0.0.1`, `::ffff:a00:1`) is checked by BlockList against the IPv4 ranges.
+ */
 export function isPrivateAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return blocked.check(address, 'ipv4');
   if (family !== 6) return true;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return blocked.check(mapped[1]!, 'ipv4');
   return blocked.check(address, 'ipv6');
 }
 
