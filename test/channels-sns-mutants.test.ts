@@ -217,6 +217,16 @@ describe('Channels: SES through SNS, the edges', function () {
     expect(await storedIds()).to.include.members([first.messageId, second.messageId]);
   });
 
+  it('stores mail on the first recipient that names a channel, skipping recipients that are not addresses', async () => {
+    const cert = `${fakeUrl}/cert.pem`;
+    const m = mail();
+    // Malformed recipients (not strings, empty) are skipped rather than failing the notification; the search
+    // stops at the first channel, whatever later recipients name.
+    const content = { notificationType: 'Received', mail: { destination: ['nobody@nowhere.test'] }, receipt: { recipients: [null, 42, '', channel.smtpAddress], action: { type: 'SNS', encoding: 'UTF8' } }, content: m.raw };
+    expect(ok(await post(signed(ses(content), cert)), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
+    expect(await storedIds()).to.include(m.messageId);
+  });
+
   it('does not trust a certificate served with an error status', async () => {
     const m = mail();
     expectError(await post(signed(ses(received([channel.smtpAddress], m.raw)), `${fakeUrl}/failing-with-key-${randomUUID()}.pem`)), 401, 'unauthorized');
