@@ -229,4 +229,27 @@ describe('Channels: creating, changing, checking and removing', function () {
     const set = telegram.calls.filter((c) => c.path === `/bot${tg.botToken}/setWebhook`).at(-1)!;
     expect(set.body.url).to.equal(`${test.server.config.publicUrl}/api/v1/channels/telegram/inbound/${tg.id}`);
   });
+
+  it('makes each secret 32 random bytes in base64url (what Telegram takes as a secret token)', async () => {
+    const mail = await email();
+    const wa = await whatsapp();
+    const tg = await bot();
+    for (const secret of [mail.inbound.secret, wa.verifyToken, tg.secret]) expect(secret).to.match(/^[A-Za-z0-9_-]{43}$/);
+    expect(new Set([mail.inbound.secret, wa.verifyToken, tg.secret]).size).to.equal(3);
+  });
+
+  it('refuses a channel past the plan\'s limit in its words, before asking Telegram anything', async () => {
+    const small = await signUp(test.server, test.baseUrl);
+    await test.server.services.organizations.changePlan(small.orgId, 'free');
+    ok(await small.api.post('/channels/email', { name: 'Only', address: `only-${randomUUID().slice(0, 8)}@plan.test` }, { token: small.accessToken }), 201);
+    for (const [path, body] of [['/channels/email', { name: 'More', address: `more-${randomUUID().slice(0, 8)}@plan.test` }], ['/channels/whatsapp', { name: 'WA', phoneNumberId: '1', wabaId: '1', accessToken: 'a', appSecret: 's' }]] as const) {
+      const refused = await small.api.post(path, body, { token: small.accessToken });
+      expectError(refused, 403, 'plan_limit_reached');
+      expect(refused.body.message).to.equal('The free plan allows 1 channels; upgrade to add more');
+    }
+    const botToken = `over-${randomUUID()}`;
+    expectError(await small.api.post('/channels/telegram', { name: 'Bot', botToken }, { token: small.accessToken }), 403, 'plan_limit_reached');
+    expect(telegram.calls.filter((c) => c.path.startsWith(`/bot${botToken}/`))).to.deep.equal([]);
+    expect(ok(await small.api.get('/channels', { token: small.accessToken }), 200)).to.have.length(1);
+  });
 });
