@@ -78,6 +78,7 @@ describe('Channels: creating, changing, checking and removing', function () {
     expectError(refusedMail, 400, 'validation_failed');
     expect(refusedMail.body.message).to.equal('A email channel has no botToken');
     expect(refusedMail.body.error.details).to.deep.equal([{ field: 'botToken', message: 'not for this channel type' }]);
+    expect((await patch(mail.channel.id, { accessToken: 'x' })).body.error.details).to.deep.equal([{ field: 'accessToken', message: 'not for this channel type' }]);
     const tg = await bot();
     const refusedBot = await patch(tg.id, { accessToken: 'x' });
     expectError(refusedBot, 400, 'validation_failed');
@@ -93,6 +94,10 @@ describe('Channels: creating, changing, checking and removing', function () {
     const changed = ok(await patch(wa.id, { appSecret: newSecret }), 200);
     expect(Object.keys(changed.config.secrets).sort()).to.deep.equal(['accessToken', 'appSecret', 'verifyToken']);
     expect(changed.config.secrets.accessToken).to.equal((await get(wa.id)).config.secrets.accessToken);
+    expect(changed.config).to.include({ wabaId: '1' }).and.to.have.property('phoneNumberId');
+    // Its access token too, and the new one is what replies are sent with (masked here, its last four shown).
+    const accessToken = `wa-token-${randomUUID()}`;
+    expect(ok(await patch(wa.id, { accessToken }), 200).config.secrets.accessToken).to.equal(`••••${accessToken.slice(-4)}`);
     expectError(await postWhatsApp(wa.id, wa.appSecret, waText(`wamid.${randomUUID()}`)), 401, 'unauthorized');
     const wamid = `wamid.${randomUUID()}`;
     ok(await postWhatsApp(wa.id, newSecret, waText(wamid)), 200);
@@ -110,6 +115,12 @@ describe('Channels: creating, changing, checking and removing', function () {
     const mail = await email();
     expect(ok(await patch(mail.channel.id, { enabled: false }), 200)).to.include({ status: 'disabled', enabled: false });
     expect(ok(await patch(mail.channel.id, { enabled: true }), 200)).to.include({ status: 'active', enabled: true });
+    // Renaming alone leaves the status, and marks the change.
+    const before = await get(mail.channel.id);
+    await new Promise((r) => setTimeout(r, 5));
+    const renamed = ok(await patch(mail.channel.id, { name: 'Mail desk' }), 200);
+    expect(renamed).to.include({ status: 'active', enabled: true, name: 'Mail desk' });
+    expect(Date.parse(renamed.updatedAt)).to.be.above(Date.parse(before.updatedAt));
     // Enabling an enabled channel changes nothing; renaming neither.
     expect(ok(await patch(mail.channel.id, { enabled: true, name: 'Renamed' }), 200)).to.include({ status: 'active', name: 'Renamed' });
     const wa = await whatsapp();
@@ -137,8 +148,13 @@ describe('Channels: creating, changing, checking and removing', function () {
   it('forgets a removed channel at once: its webhooks are 404 even right after one was taken', async () => {
     const wa = await whatsapp();
     ok(await postWhatsApp(wa.id, wa.appSecret, waText(`wamid.${randomUUID()}`)), 200);
+    const kept = await whatsapp();
     ok(await owner.api.delete(`/channels/${wa.id}`, auth()), 200);
-    expectError(await owner.api.get(`/channels/${wa.id}`, auth()), 404, 'not_found');
+    const gone = await owner.api.get(`/channels/${wa.id}`, auth());
+    expectError(gone, 404, 'not_found');
+    expect(gone.body.message).to.equal('Channel not found');
+    // Only that one.
+    expect((await get(kept.id)).id).to.equal(kept.id);
     expectError(await postWhatsApp(wa.id, wa.appSecret, waText(`wamid.${randomUUID()}`)), 404, 'not_found');
   });
 
@@ -222,6 +238,11 @@ describe('Channels: creating, changing, checking and removing', function () {
     expectError(hook, 400, 'validation_failed');
     expect(hook.body.message).to.match(/^Telegram refused the webhook: /);
     expect(hook.body.error.details).to.deep.equal([{ field: 'botToken', message: 'setWebhook failed' }]);
+    const busyToken = `busy-${randomUUID()}`;
+    telegram.queue.set(`/bot${busyToken}/getMe`, [{ status: 502, body: { ok: false, error_code: 502, description: 'Bad Gateway' } }]);
+    const busy = await owner.api.post('/channels/telegram', { name: 'Bot', botToken: busyToken }, auth());
+    expectError(busy, 503, 'service_unavailable');
+    expect(busy.body.message).to.equal('Telegram could not be reached; try again in a moment');
     expect(ok(await owner.api.get('/channels', auth()), 200)).to.have.length(before);
     // A good one: its bot's id and name, and the webhook at this server's inbound URL for the new channel.
     const tg = await bot();
