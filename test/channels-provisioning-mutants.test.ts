@@ -10,6 +10,7 @@ import { expectError } from './helpers/tenancy.js';
 import { ok } from './helpers/tickets.js';
 import { inboundEvents, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
 import { fakeProvider, type FakeProvider } from './helpers/providers.js';
+import { connectOk, nextEvent } from './helpers/sockets.js';
 
 describe('Channels: creating, changing, checking and removing', function () {
   this.timeout(120_000);
@@ -272,5 +273,23 @@ describe('Channels: creating, changing, checking and removing', function () {
     expectError(await small.api.post('/channels/telegram', { name: 'Bot', botToken }, { token: small.accessToken }), 403, 'plan_limit_reached');
     expect(telegram.calls.filter((c) => c.path.startsWith(`/bot${botToken}/`))).to.deep.equal([]);
     expect(ok(await small.api.get('/channels', { token: small.accessToken }), 200)).to.have.length(1);
+  });
+
+  it('shows a channel in channel_status_changed as GET shows it: its URLs, and its secrets masked', async () => {
+    const socket = await connectOk(test.baseUrl, owner.orgId, owner.accessToken);
+    try {
+      const mail = await email();
+      const tg = await bot();
+      for (const id of [mail.channel.id, tg.id]) {
+        const heard = nextEvent(socket, 'channel_status_changed', (p) => p.channel.id === id && p.channel.status === 'disabled');
+        ok(await patch(id, { enabled: false }), 200);
+        const event = await heard;
+        const shown = await get(id);
+        expect(event.channel.config).to.deep.equal(shown.config);
+        expect(Object.keys(shown.config.secrets)).to.not.be.empty;
+      }
+    } finally {
+      socket.disconnect();
+    }
   });
 });
