@@ -29,6 +29,9 @@ describe('Channels: SES through SNS, the edges', function () {
   this.timeout(60_000);
   let fake: Server;
   let fakeUrl: string;
+  let outside: Server;
+  let outsideUrl: string;
+  let outsideCalls: string[];
   let calls: string[];
   let failNext: Set<string>;
   let test: TestServer;
@@ -43,6 +46,7 @@ describe('Channels: SES through SNS, the edges', function () {
       const url = req.url ?? '';
       calls.push(url);
       if (failNext.delete(url)) return void res.writeHead(500).end();
+      if (url.startsWith('/failing-with-key')) return void res.writeHead(500, { 'content-type': 'application/x-pem-file' }).end(publicPem);
       if (url.startsWith('/moved')) return void res.writeHead(302, { location: `${fakeUrl}/target.pem` }).end();
       if (url.endsWith('.pem')) return void res.writeHead(200, { 'content-type': 'application/x-pem-file' }).end(publicPem);
       if (url.startsWith('/confirm')) return void res.writeHead(200, { 'content-type': 'text/xml' }).end('<ConfirmSubscriptionResponse/>');
@@ -50,6 +54,14 @@ describe('Channels: SES through SNS, the edges', function () {
     });
     await new Promise<void>((r) => fake.listen(0, '127.0.0.1', () => r()));
     fakeUrl = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
+    // Reachable, but not at a URL SNS_CERT_URL_PATTERN allows.
+    outsideCalls = [];
+    outside = createServer((req, res) => {
+      outsideCalls.push(req.url ?? '');
+      res.writeHead(200, { 'content-type': 'text/xml' }).end('<ConfirmSubscriptionResponse/>');
+    });
+    await new Promise<void>((r) => outside.listen(0, '127.0.0.1', () => r()));
+    outsideUrl = `http://127.0.0.1:${(outside.address() as AddressInfo).port}`;
     test = await startTestServer({ ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, EMAIL_INBOUND_SNS: 'true', SNS_CERT_URL_PATTERN: `^${fakeUrl.replace(/\./g, '\\.')}/`, INBOUND_EMAIL_DOMAIN: 'in.sns-edges.test', SNS_TOPIC_ARNS: topic });
     owner = await signUp(test.server, test.baseUrl);
     const created = ok(await owner.api.post('/channels/email', { name: 'SES', address: `support@edges-${randomUUID().slice(0, 8)}.test` }, { token: owner.accessToken }), 201);
@@ -59,6 +71,7 @@ describe('Channels: SES through SNS, the edges', function () {
   after(async () => {
     await test?.stop();
     await new Promise((r) => fake?.close(r));
+    await new Promise((r) => outside?.close(r));
   });
 
   const post = (body: unknown) => owner.api.request('POST', '/channels/inbound', { rawBody: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'text/plain; charset=UTF-8' } });
@@ -140,5 +153,113 @@ describe('Channels: SES through SNS, the edges', function () {
     expect(await storedIds()).to.include(m.messageId);
     const anonymous = 'Subject: No sender\r\nMessage-ID: <anon@x.test>\r\n\r\nHello\r\n';
     expectError(await post(signed(ses(received([channel.smtpAddress], anonymous)), cert)), 400, 'validation_failed');
+  });
+
+  const confirmation = (url: (token: string) => string, extra: Partial<Sns> = {}) => {
+    const token = `tok-${randomUUID()}`;
+    return { token, body: signed({ Type: 'SubscriptionConfirmation', MessageId: randomUUID(), Token: token, TopicArn: topic, Message: 'Subscribe', SubscribeURL: url(token), Timestamp: new Date().toISOString(), ...extra }, `${fakeUrl}/cert.pem`) };
+  };
+  const refusal = (res: Awaited<ReturnType<typeof post>>, message: string, details: unknown[]) => {
+    expectError(res, 400, 'validation_failed');
+    expect(res.body.message).to.equal(message);
+    expect(res.body.error.details).to.deep.equal(details);
+  };
+
+  it('says a subscription was confirmed, and names the SubscribeURL in each refused confirmation', async () => {
+    const good = confirmation((t) => `${fakeUrl}/confirm?Token=${t}`);
+    const confirmed = await post(good.body);
+    expect(ok(confirmed, 200)).to.deep.equal({ stored: 0, duplicates: 0 });
+    expect(confirmed.body.message).to.equal('Subscription confirmed');
+    // A SubscribeURL that is reachable but not allowed is never called.
+    const elsewhere = confirmation((t) => `${outsideUrl}/confirm?Token=${t}`);
+    refusal(await post(elsewhere.body), 'The SubscribeURL is not an SNS URL', [{ field: 'SubscribeURL', message: 'not allowed' }]);
+    expect(outsideCalls).to.deep.equal([]);
+    const answering500 = confirmation((t) => `${fakeUrl}/confirm?Token=${t}`);
+    failNext.add(`/confirm?Token=${answering500.token}`);
+    refusal(await post(answering500.body), 'Confirming the subscription answered 500', [{ field: 'SubscribeURL', message: 'confirmation failed' }]);
+    const moved = confirmation((t) => `${fakeUrl}/moved-confirm?Token=${t}`);
+    refusal(await post(moved.body), 'Confirming the subscription failed: its SubscribeURL could not be reached', [{ field: 'SubscribeURL', message: 'confirmation failed' }]);
+  });
+
+  it('refuses a message whose signed keys are incomplete or whose Type SNS does not sign, with 401, calling nothing', async () => {
+    // Signed over the word "undefined" where the Token should be: the canonical string needs every key.
+    const { Token: _token, ...withoutToken } = confirmation((t) => `${fakeUrl}/confirm?Token=${t}-no-token`).body;
+    void _token;
+    const incomplete = signed(withoutToken, `${fakeUrl}/cert.pem`);
+    const res = await post(incomplete);
+    expectError(res, 401, 'unauthorized');
+    expect(res.body.message).to.equal('The SNS signature is missing or not verifiable');
+    expect(calls.filter((c) => c.endsWith('-no-token'))).to.deep.equal([]);
+    // Any other Type, signed as a confirmation would be.
+    const other = signed({ ...ses({}), Type: 'SomethingElse', Token: 'tok', SubscribeURL: `${fakeUrl}/confirm?Token=other` }, `${fakeUrl}/cert.pem`);
+    const refused = await post(other);
+    expectError(refused, 401, 'unauthorized');
+    expect(refused.body.message).to.equal('The SNS signature is missing or not verifiable');
+  });
+
+  it('names the field of an SES Message that is not JSON and of a mail without sender', async () => {
+    const cert = `${fakeUrl}/cert.pem`;
+    refusal(await post(signed(ses({}, { Message: '{not json' }), cert)), 'The SNS message is not an SES notification', [{ field: 'Message', message: 'invalid JSON' }]);
+    const anonymous = `Subject: No sender\r\nMessage-ID: <anon-${randomUUID()}@x.test>\r\n\r\nHello\r\n`;
+    refusal(await post(signed(ses(received([channel.smtpAddress], anonymous)), cert)), 'The mail has no sender address', [{ field: 'from', message: 'is required' }]);
+  });
+
+  it('acknowledges a notification with empty content without storing it', async () => {
+    expect(ok(await post(signed(ses(received([channel.smtpAddress], '')), `${fakeUrl}/cert.pem`)), 200)).to.deep.equal({ stored: 0, duplicates: 0 });
+  });
+
+  it('stores mail from a notification without receipt, or whose receipt has no action, as UTF-8', async () => {
+    const cert = `${fakeUrl}/cert.pem`;
+    const first = mail();
+    expect(ok(await post(signed(ses({ notificationType: 'Received', mail: { destination: [channel.smtpAddress] }, content: first.raw }), cert)), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
+    const second = mail();
+    expect(ok(await post(signed(ses({ notificationType: 'Received', receipt: { recipients: [channel.smtpAddress] }, content: second.raw }), cert)), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
+    expect(await storedIds()).to.include.members([first.messageId, second.messageId]);
+  });
+
+  it('stores mail on the first recipient that names a channel, skipping recipients that are not addresses', async () => {
+    const cert = `${fakeUrl}/cert.pem`;
+    const m = mail();
+    // Malformed recipients (not strings, empty) are skipped rather than failing the notification; the search
+    // stops at the first channel, whatever later recipients name.
+    const content = { notificationType: 'Received', mail: { destination: ['nobody@nowhere.test'] }, receipt: { recipients: [null, 42, '', channel.smtpAddress], action: { type: 'SNS', encoding: 'UTF8' } }, content: m.raw };
+    expect(ok(await post(signed(ses(content), cert)), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
+    expect(await storedIds()).to.include(m.messageId);
+  });
+
+  it('does not trust a certificate served with an error status', async () => {
+    const m = mail();
+    expectError(await post(signed(ses(received([channel.smtpAddress], m.raw)), `${fakeUrl}/failing-with-key-${randomUUID()}.pem`)), 401, 'unauthorized');
+    expect(await storedIds()).not.to.include(m.messageId);
+  });
+
+  it('keeps up to 100 certificates: a second URL does not push out the first, the 101st starts the memory afresh', async function () {
+    this.timeout(180_000);
+    const run = randomUUID().slice(0, 8);
+    const url = (name: string) => `${fakeUrl}/many-${run}-${name}.pem`;
+    const fetches = (name: string) => calls.filter((c) => c === `/many-${run}-${name}.pem`).length;
+    // Acknowledged without storing: only the certificate matters here.
+    const send = async (name: string) => expect(ok(await post(signed(ses({ notificationType: 'Bounce' }), url(name))), 200)).to.deep.equal({ stored: 0, duplicates: 0 });
+    await send('a');
+    await send('b');
+    await send('a');
+    expect(fetches('a')).to.equal(1);
+    // Earlier tests left an unknown number in the memory: add new URLs until "a" has to be fetched again; the
+    // memory then holds exactly that last URL and "a".
+    let n = 0;
+    while (fetches('a') === 1) {
+      expect(n, 'the memory of certificates never starts afresh').to.be.below(150);
+      await send(String(n));
+      n += 1;
+      await send('a');
+    }
+    expect(fetches('a')).to.equal(2);
+    // 98 more make 100, "a" still among them; the next one starts afresh.
+    for (let i = 0; i < 98; i += 1) await send(`fill-${i}`);
+    await send('a');
+    expect(fetches('a')).to.equal(2);
+    await send('last');
+    await send('a');
+    expect(fetches('a')).to.equal(3);
   });
 });
