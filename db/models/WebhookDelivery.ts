@@ -14,6 +14,8 @@ export class WebhookDelivery extends TenantModel {
   declare messageId: string | null;
   /** A copy sent again by an admin (`redeliver`): the only second row an event may have for one hook. */
   declare redelivery: boolean;
+  /** The event's time when this row is a redelivery (the body's `createdAt`); null: the row's own time is the event's. */
+  declare eventCreatedAt: Date | string | null;
   declare status: WebhookDeliveryStatus;
   declare attempts: number;
   declare responseStatus: number | null;

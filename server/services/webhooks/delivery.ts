@@ -47,7 +47,7 @@ const KEEP_RESPONSE_CHARS = 1024;
  */
 const CLAIM_DETAIL = `(select jsonb_build_object(
     'id', d.id, 'organizationId', d.organization_id, 'eventId', d.event_id, 'eventType', d.event_type,
-    'payload', d.payload, 'messageId', d.message_id, 'status', d.status, 'attempts', d.attempts, 'createdAt', d.created_at,
+    'payload', d.payload, 'messageId', d.message_id, 'status', d.status, 'attempts', d.attempts, 'createdAt', coalesce(d.event_created_at, d.created_at),
     'hook', case when w.id is null then null else jsonb_build_object(
       'id', w.id, 'organizationId', w.organization_id, 'url', w.url, 'enabled', w.enabled,
       'consecutiveFailures', w.consecutive_failures, 'secretEncrypted', w.secret_encrypted,

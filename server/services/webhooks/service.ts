@@ -218,10 +218,12 @@ export class WebhookService {
   /** Sends the same event again (same X-Webhook-Id and body) as a new entry of the log. */
   async redeliver(orgId: string, webhookId: string, id: string): Promise<WebhookDelivery> {
     const original = await this.delivery(orgId, webhookId, id);
-    return this.enqueueDelivery(orgId, webhookId, { eventId: original.eventId, eventType: original.eventType, payload: original.payload, messageId: original.messageId, redelivery: true });
+    // The event's time too, so the body is the one sent first (the row's own time places it in the log).
+    const eventCreatedAt = original.eventCreatedAt ?? original.createdAt;
+    return this.enqueueDelivery(orgId, webhookId, { eventId: original.eventId, eventType: original.eventType, payload: original.payload, messageId: original.messageId, redelivery: true, eventCreatedAt });
   }
 
-  private enqueueDelivery(orgId: string, webhookId: string, e: { eventId: string; eventType: string; payload: Record<string, unknown>; messageId: string | null; redelivery: boolean }): Promise<WebhookDelivery> {
+  private enqueueDelivery(orgId: string, webhookId: string, e: { eventId: string; eventType: string; payload: Record<string, unknown>; messageId: string | null; redelivery: boolean; eventCreatedAt?: Date | string }): Promise<WebhookDelivery> {
     return this.deps.knex.transaction(async (trx) => {
       const delivery = await this.models.WebhookDelivery.forOrg(orgId, trx).insertAndFetch({ organizationId: orgId, webhookId, ...e, status: 'pending', attempts: 0 });
       await this.deps.jobs.enqueue(WEBHOOK_QUEUE, { deliveryId: delivery.id }, { trx, organizationId: orgId });
