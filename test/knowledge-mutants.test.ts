@@ -367,6 +367,8 @@ describe('knowledge URL sources', function () {
       '/plain': ['text/plain', 'Plain lighthouse text.'],
       '/loop': ['text/html', html('<p>Loop page.</p><a href="/loop">Self</a> <a href="/c">C</a> <a href="/c#again">C again</a> <a href="/a">A</a>')],
       '/xhtml': ['application/xhtml+xml', '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>Semaphore flags.</p><a href="/c">C</a></body></html>'],
+      '/shouting': ['TEXT/HTML ; charset=utf-8', html('<p>Lantern signals.</p><a href="/c">C</a>')],
+      '/plain-markup': ['text/plain', 'Keep <b>bold</b> & <a href="/c">C</a> as written.'],
     };
     site = createServer((req, res) => {
       if (req.url === '/hook') return void req.resume().on('end', () => res.writeHead(200).end('ok'));
@@ -404,6 +406,14 @@ describe('knowledge URL sources', function () {
 
   it('keeps a source paused when it was paused while being indexed, whether the run succeeds or fails; resuming indexes it again', async () => {
     const tok = { token: owner.accessToken };
+    const socket = await connectOk(t.baseUrl, owner.orgId, owner.accessToken);
+    after(() => socket.close());
+    const progress = collect(socket, 'knowledge_indexing_progress');
+    /** The statuses agents were told for a source, once the run's last one (not `indexing`) has arrived. */
+    const toldOf = async (id: string) => {
+      for (let i = 0; i < 200 && !progress.some((p) => p.documentId === id && p.status !== 'indexing'); i++) await new Promise((r) => setTimeout(r, 25));
+      return progress.filter((p) => p.documentId === id).map((p) => p.status);
+    };
     for (const [path, outcome] of [['slow', 'indexed'], ['slow-missing', 'failed']] as const) {
       holdSlowPage();
       const run = runDirect({ url: `${siteUrl}${path}` }, { attempt: 4 });
@@ -416,6 +426,9 @@ describe('knowledge URL sources', function () {
       expect(ran.doc.status, `${path}: ${JSON.stringify(ran.doc)}`).to.equal('paused');
       if (outcome === 'indexed') expect(ran.doc.chunkCount, path).to.equal(1);
       else expect(ran.doc.errorMessage, path).to.equal('the page answered 404');
+      // Agents are told it is paused, not what the run would have made of it.
+      const told = await toldOf(row.id);
+      expect(told.filter((s) => s !== 'indexing'), path).to.deep.equal(['paused']);
       // Resuming queues it to be indexed again.
       slowStarted = (answer) => answer();
       const resumed = await owner.api.patch(`/knowledge/${row.id}`, { isPaused: false }, tok);
@@ -486,6 +499,16 @@ describe('knowledge URL sources', function () {
     const xhtml = await runDirect({ url: `${siteUrl}xhtml`, fetchMode: 'crawl', crawlDepth: 1 });
     expect(xhtml.doc.status, JSON.stringify(xhtml.doc)).to.equal('indexed');
     expect(await found(xhtml.id, ['semaphore', 'compass'])).to.deep.equal(['semaphore', 'compass']);
+  });
+
+  it('reads a page by its media type whatever its case and spacing, and a text page as written (no markup taken out, no link followed)', async () => {
+    const shouting = await runDirect({ url: `${siteUrl}shouting`, fetchMode: 'crawl', crawlDepth: 1 });
+    expect(shouting.doc.status, JSON.stringify(shouting.doc)).to.equal('indexed');
+    expect(await found(shouting.id, ['lantern', 'compass'])).to.deep.equal(['lantern', 'compass']);
+    const plain = await runDirect({ url: `${siteUrl}plain-markup`, fetchMode: 'crawl', crawlDepth: 1 });
+    expect(plain.doc.status, JSON.stringify(plain.doc)).to.equal('indexed');
+    const chunks = (await owner.api.get(`/knowledge/ai/${plain.id}/sync-info?organizationId=${owner.orgId}`, ai)).body.data.chunks.map((c: { content: string }) => c.content);
+    expect(chunks).to.deep.equal(['Keep <b>bold</b> & <a href="/c">C</a> as written.']);
   });
 
   it('retries a start page that fails three times, then fails for good (knowledge.failed then only); an address that is not public fails at once', async () => {
