@@ -8,6 +8,8 @@ import { sharedServer } from './helpers/hooks.js';
 import { uniqueEmail } from './helpers/factories.js';
 import { expectError } from './helpers/tenancy.js';
 import { as, contactsTenant, createContact, defineAttribute, ok, type ContactsTenant } from './helpers/contacts.js';
+import { closeAfterEach } from './helpers/socket-acks.js';
+import { connectOk, nextEvent } from './helpers/sockets.js';
 
 describe('Contact merge: what the survivor keeps', () => {
   let t: ContactsTenant;
@@ -136,5 +138,86 @@ describe('Contact fields: blank text and impossible phones', () => {
       expectError(res, 400, 'validation_failed');
       expect(res.body.error.details).to.deep.equal([{ field: 'phone', message: 'must be an international phone number, e.g. +49 151 23456789' }]);
     }
+  });
+});
+
+describe('Contacts: reads, changes, tags and deletes, word by word', () => {
+  let t: ContactsTenant;
+  const knex = () => sharedServer().server.db.knex;
+  const track = closeAfterEach();
+  before(async () => {
+    t = await contactsTenant();
+  });
+
+  it('an unknown contact is 404 "Contact not found" to read, change, delete (one or many) and tag', async () => {
+    const known = await createContact(t.agent, { name: 'Known' });
+    const unknown = randomUUID();
+    const calls = [
+      () => as(t.agent).get(`/contacts/${unknown}`),
+      () => as(t.agent).patch(`/contacts/${unknown}`, { name: 'X' }),
+      () => as(t.admin).delete(`/contacts/${unknown}`),
+      () => as(t.admin).delete('/contacts', { ids: [known.id, unknown] }),
+      () => as(t.agent).post(`/contacts/${unknown}/tags`, { tag: 'x' }),
+      () => as(t.agent).post('/contacts/tags', { ids: [known.id, unknown], tags: ['x'] }),
+    ];
+    for (const [i, call] of calls.entries()) {
+      const res = await call();
+      expectError(res, 404, 'not_found');
+      expect(res.body.message, `call ${i}`).to.equal('Contact not found');
+    }
+    // All or nothing: the known contact is neither deleted nor tagged.
+    expect(ok(await as(t.agent).get(`/contacts/${known.id}`), 200).tags).to.deep.equal([]);
+  });
+
+  it('a change that names no email keeps the email\'s verification', async () => {
+    const verified = new Date('2026-01-02T03:04:05.000Z');
+    const c = await createContact(t.agent, { name: 'Verified', email: uniqueEmail('kept') });
+    await knex()('contacts').where({ id: c.id }).update({ email_verified_at: verified });
+    const changed = ok(await as(t.agent).patch(`/contacts/${c.id}`, { company: 'Other Co' }), 200);
+    expect(changed).to.include({ company: 'Other Co', emailVerifiedAt: verified.toISOString() });
+  });
+
+  it('says whether a tag was added or removed; removing one tag keeps the others', async () => {
+    const c = await createContact(t.agent, { name: 'Tagged', tags: ['keep', 'drop'] });
+    const added = await as(t.agent).post(`/contacts/${c.id}/tags`, { tag: 'New' });
+    expect([added.body.message, ok(added, 200).tags]).to.deep.equal(['Tag added', ['keep', 'drop', 'new']]);
+    const again = await as(t.agent).post(`/contacts/${c.id}/tags`, { tag: 'new' });
+    expect([again.body.message, ok(again, 200).tags]).to.deep.equal(['Tag already present', ['keep', 'drop', 'new']]);
+    const removed = await as(t.agent).delete(`/contacts/${c.id}/tags/drop`);
+    expect([removed.body.message, ok(removed, 200).tags]).to.deep.equal(['Tag removed', ['keep', 'new']]);
+    const absent = await as(t.agent).delete(`/contacts/${c.id}/tags/drop`);
+    expect([absent.body.message, ok(absent, 200).tags]).to.deep.equal(['Tag not present', ['keep', 'new']]);
+  });
+
+  it('a tag past the 50th is refused with the contact and its count named', async () => {
+    const c = await createContact(t.agent, { name: 'Full', tags: Array.from({ length: 50 }, (_, i) => `t${i}`) });
+    const res = await as(t.agent).post(`/contacts/${c.id}/tags`, { tag: 'one more' });
+    expectError(res, 400, 'validation_failed');
+    expect(res.body.message).to.equal('A contact has at most 50 tags');
+    expect(res.body.error.details).to.deep.equal([{ field: 'tags', message: `contact ${c.id} would have 51 tags` }]);
+  });
+
+  it('bulk tags announce each contact with its own identities', async () => {
+    const socket = track(await connectOk(sharedServer().baseUrl, t.owner.orgId, t.agent.accessToken));
+    const [a, b] = [
+      await createContact(t.agent, { name: 'Bulk A', identities: [{ channel: 'telegram', externalId: `a-${randomUUID()}` }] }),
+      await createContact(t.agent, { name: 'Bulk B', identities: [{ channel: 'whatsapp', externalId: `b-${randomUUID()}` }] }),
+    ];
+    const heard = (id: string) => nextEvent(socket, 'contact_updated', (p) => p.contact.id === id && p.contact.tags.includes('bulk-heard'));
+    const [ofA, ofB] = [heard(a.id), heard(b.id)];
+    expect(ok(await as(t.agent).post('/contacts/tags', { ids: [a.id, b.id], tags: ['bulk-heard'] }), 200)).to.deep.equal({ updated: 2 });
+    expect((await ofA).contact.identities.map((i: any) => i.externalId)).to.deep.equal([a.identities[0].externalId]);
+    expect((await ofB).contact.identities.map((i: any) => i.externalId)).to.deep.equal([b.identities[0].externalId]);
+  });
+
+  it('filtered lists show each contact\'s identities; a search of blanks is no search', async () => {
+    const own = await contactsTenant();
+    const withId = await createContact(own.agent, { name: 'Has Identity', identities: [{ channel: 'sms', externalId: `s-${randomUUID()}` }] });
+    const bare = await createContact(own.agent, { tags: ['only-a-tag'] });
+    const filtered = ok(await as(own.agent).post('/contacts/filter?sort=name', { filters: [{ key: 'name', op: 'eq', value: 'Has Identity' }] }), 200);
+    expect(filtered.map((c: any) => [c.id, c.identities.map((i: any) => i.externalId)])).to.deep.equal([[withId.id, [withId.identities[0].externalId]]]);
+    const blank = await as(own.agent).get('/contacts?q=%20%20&sort=name');
+    expect(ok(blank, 200).map((c: any) => c.id).sort()).to.deep.equal([withId.id, bare.id].sort());
+    expect(blank.body.pagination.total).to.equal(2);
   });
 });
