@@ -9,7 +9,7 @@ import { uniqueEmail } from './helpers/factories.js';
 import { expectError } from './helpers/tenancy.js';
 import { as, contactsTenant, createContact, defineAttribute, ok, type ContactsTenant } from './helpers/contacts.js';
 import { closeAfterEach } from './helpers/socket-acks.js';
-import { connectOk, nextEvent } from './helpers/sockets.js';
+import { collect, connectOk, nextEvent } from './helpers/sockets.js';
 
 describe('Contact merge: what the survivor keeps', () => {
   let t: ContactsTenant;
@@ -169,6 +169,30 @@ describe('Contacts: reads, changes, tags and deletes, word by word', () => {
     expect(ok(await as(t.agent).get(`/contacts/${known.id}`), 200).tags).to.deep.equal([]);
   });
 
+  it('null clears a field and a phone of blanks is none; a phone with spaces around it is read', async () => {
+    const phone = `+49151${String(Date.now() % 1e8).padStart(8, '0')}`;
+    const c = await createContact(t.agent, { name: 'Clear Me', email: uniqueEmail('clear'), phone: `  ${phone}  `, company: 'Clear Co' });
+    expect(c.phone).to.equal(phone);
+    const cleared = ok(await as(t.agent).patch(`/contacts/${c.id}`, { name: null, email: null, phone: null, company: null }), 200);
+    expect(cleared).to.include({ name: null, email: null, phone: null, company: null });
+    const blank = ok(await as(t.agent).patch(`/contacts/${c.id}`, { name: 'Blank Phone', phone: '   ' }), 200);
+    expect(blank).to.include({ name: 'Blank Phone', phone: null });
+    expect(ok(await as(t.agent).post('/contacts', { name: 'Empty Phone', phone: '' }), 201).phone).to.equal(null);
+  });
+
+  it('notes are listed newest first; an unknown note is 404 "Note not found"', async () => {
+    const c = await createContact(t.agent, { name: 'Noted' });
+    const ids: string[] = [];
+    for (const content of ['first', 'second', 'third']) ids.push(ok(await as(t.agent).post(`/contacts/${c.id}/notes`, { content }), 201).id);
+    // Times apart, so the order is the time's and not the tie-break's.
+    for (const [i, id] of ids.entries()) await knex()('contact_notes').where({ id }).update({ created_at: new Date(Date.UTC(2026, 0, 1 + i)) });
+    expect(ok(await as(t.agent).get(`/contacts/${c.id}/notes`), 200).map((n: any) => n.content)).to.deep.equal(['third', 'second', 'first']);
+    for (const res of [await as(t.agent).patch(`/contacts/${c.id}/notes/${randomUUID()}`, { content: 'x' }), await as(t.agent).delete(`/contacts/${c.id}/notes/${randomUUID()}`)]) {
+      expectError(res, 404, 'not_found');
+      expect(res.body.message).to.equal('Note not found');
+    }
+  });
+
   it('a change that names no email keeps the email\'s verification', async () => {
     const verified = new Date('2026-01-02T03:04:05.000Z');
     const c = await createContact(t.agent, { name: 'Verified', email: uniqueEmail('kept') });
@@ -195,6 +219,20 @@ describe('Contacts: reads, changes, tags and deletes, word by word', () => {
     expectError(res, 400, 'validation_failed');
     expect(res.body.message).to.equal('A contact has at most 50 tags');
     expect(res.body.error.details).to.deep.equal([{ field: 'tags', message: `contact ${c.id} would have 51 tags` }]);
+  });
+
+  it('a contact made inside a ticket\'s transaction that is then refused is never announced', async () => {
+    const socket = track(await connectOk(sharedServer().baseUrl, t.owner.orgId, t.agent.accessToken));
+    const heard = collect(socket, 'contact_created');
+    const email = uniqueEmail('rolled-back');
+    // The requester's contact is made first, then the unknown conversation refuses the ticket: all of it rolls back.
+    const res = await as(t.agent).post('/tickets', { title: 'Refused', requester: { email, name: 'Never Was' }, conversationId: randomUUID() });
+    expectError(res, 404, 'not_found');
+    expect(await knex()('contacts').where({ organization_id: t.owner.orgId, email })).to.have.length(0);
+    const barrier = nextEvent(socket, 'contact_created', (p) => p.contact.name === 'Announce Barrier');
+    await createContact(t.agent, { name: 'Announce Barrier' });
+    await barrier;
+    expect(heard.map((p) => p.contact.name)).to.deep.equal(['Announce Barrier']);
   });
 
   it('bulk tags announce each contact with its own identities', async () => {
