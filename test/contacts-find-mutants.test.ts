@@ -84,6 +84,12 @@ describe('Contacts: a conversation linked by its fields', () => {
     expect(await contact(linked.contactId)).to.include({ email, phone, name: 'Fresh', company: 'FreshCo' });
   });
 
+  it('a ticket naming a new requester makes a contact with the requester\'s name and email', async () => {
+    const email = uniqueEmail('new-requester');
+    const ticket = ok(await as(t.agent).post('/tickets', { title: 'New person', requester: { email, name: 'New Requester' } }), 201);
+    expect(await contact(ticket.contactId)).to.include({ email, name: 'New Requester' });
+  });
+
   it('a ticket naming a known requester with nothing to fill leaves the contact untouched (updatedAt kept)', async () => {
     const email = uniqueEmail('requester');
     const c = await createContact(t.agent, { email, name: 'Known Requester', phone: uniquePhone(), company: 'ReqCo' });
@@ -270,6 +276,7 @@ describe('Contacts: a merge moves the source\'s tickets, only those, every time'
 // never overlap and there is no race to lose.
 describe('Contacts: the loser of two concurrent creates', function () {
   this.timeout(30_000);
+  const track = closeAfterEach();
   let t: ContactsTenant;
   const knex = () => sharedServer().server.db.knex;
   before(async function () {
@@ -302,7 +309,9 @@ describe('Contacts: the loser of two concurrent creates', function () {
     return { conversationId, res: await as(t.agent).post(`/conversations/${conversationId}/contact`, body) };
   };
 
-  it('by email: the link finds the winner and fills only its empty fields; one contact with the email', async () => {
+  it('by email: the link finds the winner and fills only its empty fields; one contact with the email, not announced by the loser', async () => {
+    const socket = track(await connectOk(sharedServer().baseUrl, t.owner.orgId, t.agent.accessToken));
+    const heard = collect(socket, 'contact_created');
     const email = uniqueEmail('race');
     const { winnerId, result } = await racing({ email, name: 'Winner' }, () => linkNew({ email: email.toUpperCase(), name: 'Loser', company: 'LoserCo' }));
     const linked = ok(result.res, 200);
@@ -311,6 +320,11 @@ describe('Contacts: the loser of two concurrent creates', function () {
     expect(ok(await as(t.agent).get(`/conversations/${result.conversationId}`), 200).contactId).to.equal(winnerId);
     const rows = await knex()('contacts').where({ organization_id: t.owner.orgId }).whereRaw('lower(email) = ?', [email]);
     expect(rows).to.have.length(1);
+    // The winner was written by the test, so nothing announces it; the loser found it and must not either.
+    const barrier = nextEvent(socket, 'contact_created', (p) => p.contact.name === 'Race Barrier');
+    await createContact(t.agent, { name: 'Race Barrier' });
+    await barrier;
+    expect(heard.map((p) => p.contact.name)).to.deep.equal(['Race Barrier']);
   });
 
   it('by email, with nothing to fill: the winner is linked unchanged', async () => {
