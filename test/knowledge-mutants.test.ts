@@ -351,7 +351,8 @@ describe('knowledge URL sources', function () {
   let site: Server;
   let siteUrl: string;
   let owner: SignedUp;
-  // `/slow` answers only once `openSlow` is called; `slowAsked` resolves when it is asked for.
+  // The page `holdSlowPage` names (a path under /slow) answers only once `openSlow` is called; `slowAsked` resolves when it
+  // is asked for. Other requests answer at once: the server's own worker may fetch a source an earlier test resumed.
   let openSlow = () => {};
   let slowAsked: Promise<void> = Promise.resolve();
 
@@ -372,9 +373,9 @@ describe('knowledge URL sources', function () {
     };
     site = createServer((req, res) => {
       if (req.url === '/hook') return void req.resume().on('end', () => res.writeHead(200).end('ok'));
-      if (req.url === '/slow' || req.url === '/slow-missing') {
+      if (req.url === '/slow' || req.url?.startsWith('/slow-missing')) {
         const answer = () => (req.url === '/slow' ? res.writeHead(200, { 'content-type': 'text/html' }).end(html('<p>Tide tables for sailors.</p>')) : res.writeHead(404).end());
-        return void slowStarted(answer);
+        return void slowStarted(answer, req.url ?? '');
       }
       const word = /^\/word\/(\w+)$/.exec(req.url ?? '');
       if (word) return void res.writeHead(200, { 'content-type': 'text/html' }).end(html(`<p>Codeword ${word[1]}ish.</p>`));
@@ -393,12 +394,13 @@ describe('knowledge URL sources', function () {
     await t?.stop();
     site?.close();
   });
-  let slowStarted: (answer: () => void) => void = (answer) => answer();
-  const holdSlowPage = () => {
+  let slowStarted: (answer: () => void, path: string) => void = (answer) => answer();
+  const holdSlowPage = (held: string) => {
     let asked!: () => void;
     slowAsked = new Promise<void>((r) => (asked = r));
     const gate = new Promise<void>((r) => (openSlow = r));
-    slowStarted = (answer) => {
+    slowStarted = (answer, path) => {
+      if (path !== held) return answer();
       asked();
       void gate.then(answer);
     };
@@ -415,7 +417,7 @@ describe('knowledge URL sources', function () {
       return progress.filter((p) => p.documentId === id).map((p) => p.status);
     };
     for (const [path, outcome] of [['slow', 'indexed'], ['slow-missing', 'failed']] as const) {
-      holdSlowPage();
+      holdSlowPage(`/${path}`);
       const run = runDirect({ url: `${siteUrl}${path}` }, { attempt: 4 });
       await slowAsked;
       const [row] = await t.server.db.knex('knowledge_sources').where({ organizationId: owner.orgId, url: `${siteUrl}${path}` }).select('id');
@@ -434,6 +436,27 @@ describe('knowledge URL sources', function () {
       const resumed = await owner.api.patch(`/knowledge/${row.id}`, { isPaused: false }, tok);
       expect(resumed.body.data.status, path).to.equal('queued');
     }
+  });
+
+  it('tells agents a source deleted while its start page failed is queued again (a retry) or failed (the last attempt)', async () => {
+    const tok = { token: owner.accessToken };
+    const socket = await connectOk(t.baseUrl, owner.orgId, owner.accessToken);
+    after(() => socket.close());
+    const progress = collect(socket, 'knowledge_indexing_progress');
+    for (const [attempt, told, error] of [[1, 'queued', 'RetryLater'], [4, 'failed', 'GiveUp']] as const) {
+      holdSlowPage(`/slow-missing?attempt=${attempt}`);
+      const url = `${siteUrl}slow-missing?attempt=${attempt}`;
+      const run = runDirect({ url }, { attempt });
+      await slowAsked;
+      const [row] = await t.server.db.knex('knowledge_sources').where({ organizationId: owner.orgId, url }).select('id');
+      expect((await owner.api.request('DELETE', `/knowledge/${row.id}`, tok)).status).to.equal(200);
+      openSlow();
+      const ran = await run;
+      expect(ran.error?.name, `attempt ${attempt}`).to.equal(error);
+      for (let i = 0; i < 200 && !progress.some((p) => p.documentId === row.id && p.status !== 'indexing'); i++) await new Promise((r) => setTimeout(r, 25));
+      expect(progress.filter((p) => p.documentId === row.id).map((p) => p.status), `attempt ${attempt}`).to.deep.equal(['indexing', told]);
+    }
+    slowStarted = (answer) => answer();
   });
 
   it('keeps a URL source\'s address and crawl options, defaults a single page to depth 0 and a crawl to depth 1, and shows its address to read', async () => {
