@@ -370,6 +370,7 @@ describe('knowledge URL sources', function () {
       '/xhtml': ['application/xhtml+xml', '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>Semaphore flags.</p><a href="/c">C</a></body></html>'],
       '/shouting': ['TEXT/HTML ; charset=utf-8', html('<p>Lantern signals.</p><a href="/c">C</a>')],
       '/plain-markup': ['text/plain', 'Keep <b>bold</b> & <a href="/c">C</a> as written.'],
+      '/long-type': [`application/x-${'long'.repeat(400)}`, 'Unreadable.'],
     };
     site = createServer((req, res) => {
       if (req.url === '/hook') return void req.resume().on('end', () => res.writeHead(200).end('ok'));
@@ -547,6 +548,10 @@ describe('knowledge URL sources', function () {
     expect(last.doc).to.include({ status: 'failed', errorMessage: 'the page answered 404' });
     const [event] = await failedEvents(last.id);
     expect(event!.payload).to.deep.include({ error: 'the page answered 404', attempts: 4 });
+    // A failure's words are kept to 1,000 characters (here a page of a 1,614-character media type no parser reads).
+    const long = await runDirect({ url: `${siteUrl}long-type` });
+    expect(long.error?.name).to.equal('RetryLater');
+    expect(long.doc.errorMessage).to.equal(`application/x-${'long'.repeat(400)} documents cannot be indexed`.slice(0, 1000));
     const unsafe = await runDirect({ url: siteUrl }, { allowPrivate: false });
     expect(unsafe.error?.name).to.equal('GiveUp');
     expect(unsafe.doc).to.include({ status: 'failed', errorMessage: 'This URL cannot be fetched: the host is not a public address' });
