@@ -193,12 +193,14 @@ describe('Contacts: reads, changes, tags and deletes, word by word', () => {
     }
   });
 
-  it('a change that names no email keeps the email\'s verification', async () => {
+  it('a change that names no email keeps the email, its verification and every field not named', async () => {
     const verified = new Date('2026-01-02T03:04:05.000Z');
-    const c = await createContact(t.agent, { name: 'Verified', email: uniqueEmail('kept') });
+    const phone = `+49152${String(Date.now() % 1e8).padStart(8, '0')}`;
+    const c = await createContact(t.agent, { name: 'Verified', email: uniqueEmail('kept'), phone });
     await knex()('contacts').where({ id: c.id }).update({ email_verified_at: verified });
     const changed = ok(await as(t.agent).patch(`/contacts/${c.id}`, { company: 'Other Co' }), 200);
-    expect(changed).to.include({ company: 'Other Co', emailVerifiedAt: verified.toISOString() });
+    // Fields the change does not name stay as they were.
+    expect(changed).to.include({ company: 'Other Co', emailVerifiedAt: verified.toISOString(), email: c.email, phone, name: 'Verified' });
   });
 
   it('says whether a tag was added or removed; removing one tag keeps the others', async () => {
