@@ -422,6 +422,8 @@ describe('knowledge URL sources', function () {
       const run = runDirect({ url: `${siteUrl}${path}` }, { attempt: 4 });
       await slowAsked;
       const [row] = await t.server.db.knex('knowledge_sources').where({ organizationId: owner.orgId, url: `${siteUrl}${path}` }).select('id');
+      // While its page is fetched the source shows it is being indexed.
+      expect((await owner.api.get(`/knowledge/${row.id}`, tok)).body.data.status, path).to.equal('indexing');
       const paused = await owner.api.patch(`/knowledge/${row.id}`, { isPaused: true }, tok);
       expect([paused.status, paused.body.data?.status], path).to.deep.equal([200, 'paused']);
       openSlow();
@@ -477,8 +479,9 @@ describe('knowledge URL sources', function () {
 
   // Written and run directly: on a shared database another instance (not allowed private addresses) could claim a
   // queued job of this server.
-  const runDirect = async (row: Record<string, unknown>, opts: { attempt?: number; allowPrivate?: boolean } = {}) => {
+  const runDirect = async (row: Record<string, unknown>, opts: { attempt?: number; allowPrivate?: boolean; deleted?: boolean } = {}) => {
     const [source] = await t.server.db.knex('knowledge_sources').insert({ organizationId: owner.orgId, title: 'Direct', source: 'url', status: 'queued', fetchMode: 'single', crawlDepth: 0, maxPages: 100, ...row }).returning('id');
+    if (opts.deleted) await t.server.db.knex('knowledge_sources').where({ id: source.id }).delete();
     const jobs = new JobQueue(t.server.db.knex, t.server.logger);
     const indexer = new KnowledgeIndexer({ models: t.server.db.models, knex: t.server.db.knex, driver: t.server.services.storage.driver, events: t.server.events, logger: t.server.logger, jobs, workers: 1, allowPrivate: opts.allowPrivate ?? true, notifications: t.server.services.notifications });
     indexer.outbox = t.server.services.webhooks;
@@ -491,6 +494,16 @@ describe('knowledge URL sources', function () {
     for (const w of words) if ((await owner.api.get(`/knowledge/search?q=${w}&sourceId=${id}`, { token: owner.accessToken })).body.data.length > 0) out.push(w);
     return out;
   };
+
+  it('a job whose source was paused, is still awaiting its upload, or was deleted does nothing', async () => {
+    for (const status of ['paused', 'awaiting_upload']) {
+      const skipped = await runDirect({ url: siteUrl, status });
+      expect(skipped.error, status).to.equal(null);
+      expect(skipped.doc, status).to.include({ status, chunkCount: 0 });
+    }
+    const gone = await runDirect({ url: siteUrl }, { deleted: true });
+    expect(gone.error).to.equal(null);
+  });
 
   it('crawls same-host links breadth first to the depth asked, skipping a later page that fails', async () => {
     const deep = await runDirect({ url: `${siteUrl}start`, fetchMode: 'crawl', crawlDepth: 2 });
