@@ -84,6 +84,12 @@ describe('Contacts: a conversation linked by its fields', () => {
     expect(await contact(linked.contactId)).to.include({ email, phone, name: 'Fresh', company: 'FreshCo' });
   });
 
+  it('a ticket naming a new requester makes a contact with the requester\'s name and email', async () => {
+    const email = uniqueEmail('new-requester');
+    const ticket = ok(await as(t.agent).post('/tickets', { title: 'New person', requester: { email, name: 'New Requester' } }), 201);
+    expect(await contact(ticket.contactId)).to.include({ email, name: 'New Requester' });
+  });
+
   it('a ticket naming a known requester with nothing to fill leaves the contact untouched (updatedAt kept)', async () => {
     const email = uniqueEmail('requester');
     const c = await createContact(t.agent, { email, name: 'Known Requester', phone: uniquePhone(), company: 'ReqCo' });
@@ -261,5 +267,86 @@ describe('Contacts: a merge moves the source\'s tickets, only those, every time'
     ok(await as(t.agent).post(`/contacts/${keeper.id}/merge`, { sourceContactId: first.id }), 200);
     ok(await as(t.agent).post(`/contacts/${keeper.id}/merge`, { sourceContactId: second.id }), 200);
     expect([await contactOf(t1), await contactOf(t2), await contactOf(t3)]).to.deep.equal([keeper.id, keeper.id, bystander.id]);
+  });
+});
+
+// Two creates of one email (or phone) at once: the first to commit wins, the other finds it. The race is made
+// deterministic by holding the winner's row uncommitted in a transaction of the test's own until the request's insert
+// waits on the unique index. PostgreSQL only: the embedded database serves one connection, so its transactions
+// never overlap and there is no race to lose.
+describe('Contacts: the loser of two concurrent creates', function () {
+  this.timeout(30_000);
+  const track = closeAfterEach();
+  let t: ContactsTenant;
+  const knex = () => sharedServer().server.db.knex;
+  before(async function () {
+    if (!process.env.DATABASE_URL) this.skip();
+    t = await contactsTenant();
+  });
+
+  /** Runs `request` while a contact with `row`'s fields is inserted but not committed, commits it once the request waits on it. */
+  const racing = async <T>(row: Record<string, unknown>, request: () => Promise<T>): Promise<{ winnerId: string; result: T }> => {
+    const trx = await knex().transaction();
+    try {
+      const winnerId = randomUUID();
+      await trx('contacts').insert({ id: winnerId, organization_id: t.owner.orgId, ...row });
+      const pending = request();
+      // The request has read no contact and now waits for ours to commit or roll back.
+      for (let i = 0; ; i++) {
+        const waiting = await knex().raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike 'insert into "contacts"%'`);
+        if (waiting.rows[0].n > 0) break;
+        if (i > 500) throw new Error('the request never reached its insert');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await trx.commit();
+      return { winnerId, result: await pending };
+    } finally {
+      if (!trx.isCompleted()) await trx.rollback();
+    }
+  };
+  const linkNew = async (body: Record<string, unknown>) => {
+    const { conversationId } = await startConversation(await newVisitor(t.owner));
+    return { conversationId, res: await as(t.agent).post(`/conversations/${conversationId}/contact`, body) };
+  };
+
+  it('by email: the link finds the winner and fills only its empty fields; one contact with the email, not announced by the loser', async () => {
+    const socket = track(await connectOk(sharedServer().baseUrl, t.owner.orgId, t.agent.accessToken));
+    const heard = collect(socket, 'contact_created');
+    const email = uniqueEmail('race');
+    const { winnerId, result } = await racing({ email, name: 'Winner' }, () => linkNew({ email: email.toUpperCase(), name: 'Loser', company: 'LoserCo' }));
+    const linked = ok(result.res, 200);
+    expect(linked.contactId).to.equal(winnerId);
+    expect(ok(await as(t.agent).get(`/contacts/${winnerId}`), 200)).to.include({ email, name: 'Winner', company: 'LoserCo' });
+    expect(ok(await as(t.agent).get(`/conversations/${result.conversationId}`), 200).contactId).to.equal(winnerId);
+    const rows = await knex()('contacts').where({ organization_id: t.owner.orgId }).whereRaw('lower(email) = ?', [email]);
+    expect(rows).to.have.length(1);
+    // The winner was written by the test, so nothing announces it; the loser found it and must not either.
+    const barrier = nextEvent(socket, 'contact_created', (p) => p.contact.name === 'Race Barrier');
+    await createContact(t.agent, { name: 'Race Barrier' });
+    await barrier;
+    expect(heard.map((p) => p.contact.name)).to.deep.equal(['Race Barrier']);
+  });
+
+  it('by email, with nothing to fill: the winner is linked unchanged', async () => {
+    const email = uniqueEmail('race-same');
+    const { winnerId, result } = await racing({ email, name: 'Winner', company: 'WinCo' }, () => linkNew({ email, name: 'Loser' }));
+    expect(ok(result.res, 200).contactId).to.equal(winnerId);
+    expect(ok(await as(t.agent).get(`/contacts/${winnerId}`), 200)).to.include({ name: 'Winner', company: 'WinCo' });
+  });
+
+  it('by phone alone: the loser is told another contact has the phone (409), and the conversation stays unlinked', async () => {
+    const phone = uniquePhone();
+    const { result } = await racing({ phone, name: 'Phone Winner' }, () => linkNew({ phone, name: 'Phone Loser' }));
+    expectError(result.res, 409, 'conflict');
+    expect(result.res.body.message).to.equal('Another contact already has this phone number');
+    expect(ok(await as(t.agent).get(`/conversations/${result.conversationId}`), 200).contactId).to.equal(null);
+  });
+
+  it('a new email whose phone a concurrent create takes: 409, the email is no one\'s', async () => {
+    const phone = uniquePhone();
+    const email = uniqueEmail('race-phone');
+    const { result } = await racing({ phone, name: 'Phone Winner' }, () => linkNew({ email, phone }));
+    expectError(result.res, 409, 'conflict');
+    expect(await knex()('contacts').where({ organization_id: t.owner.orgId }).whereRaw('lower(email) = ?', [email])).to.have.length(0);
   });
 });

@@ -102,8 +102,14 @@ describe('Contact merge', () => {
 
   it('merging into itself is 400; a missing or foreign source is 404', async () => {
     const c = await createContact(t.agent, { name: 'Self' });
-    expectError(await as(t.agent).post(`/contacts/${c.id}/merge`, { sourceContactId: c.id }), 400, 'validation_failed');
-    expectError(await as(t.agent).post(`/contacts/${c.id}/merge`, { sourceContactId: randomUUID() }), 404, 'not_found');
+    const self = await as(t.agent).post(`/contacts/${c.id}/merge`, { sourceContactId: c.id });
+    expectError(self, 400, 'validation_failed');
+    // The refusal names the field at fault, for a client to show next to it.
+    expect(self.body.message).to.equal('A contact cannot be merged into itself');
+    expect(self.body.error.details).to.deep.equal([{ field: 'sourceContactId', message: 'must differ from the contact merged into' }]);
+    const missing = await as(t.agent).post(`/contacts/${c.id}/merge`, { sourceContactId: randomUUID() });
+    expectError(missing, 404, 'not_found');
+    expect(missing.body.message).to.equal('Contact not found');
     expectError(await as(t.agent).post(`/contacts/${c.id}/merge`, {}), 400, 'validation_failed');
     expectError(await as(t.agent).post(`/contacts/${c.id}/merge`, { sourceContactId: randomUUID(), prefer: { name: 'both' } }), 400, 'validation_failed');
   });

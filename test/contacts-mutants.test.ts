@@ -8,6 +8,8 @@ import { sharedServer } from './helpers/hooks.js';
 import { uniqueEmail } from './helpers/factories.js';
 import { expectError } from './helpers/tenancy.js';
 import { as, contactsTenant, createContact, defineAttribute, ok, type ContactsTenant } from './helpers/contacts.js';
+import { closeAfterEach } from './helpers/socket-acks.js';
+import { collect, connectOk, nextEvent } from './helpers/sockets.js';
 
 describe('Contact merge: what the survivor keeps', () => {
   let t: ContactsTenant;
@@ -136,5 +138,126 @@ describe('Contact fields: blank text and impossible phones', () => {
       expectError(res, 400, 'validation_failed');
       expect(res.body.error.details).to.deep.equal([{ field: 'phone', message: 'must be an international phone number, e.g. +49 151 23456789' }]);
     }
+  });
+});
+
+describe('Contacts: reads, changes, tags and deletes, word by word', () => {
+  let t: ContactsTenant;
+  const knex = () => sharedServer().server.db.knex;
+  const track = closeAfterEach();
+  before(async () => {
+    t = await contactsTenant();
+  });
+
+  it('an unknown contact is 404 "Contact not found" to read, change, delete (one or many) and tag', async () => {
+    const known = await createContact(t.agent, { name: 'Known' });
+    const unknown = randomUUID();
+    const calls = [
+      () => as(t.agent).get(`/contacts/${unknown}`),
+      () => as(t.agent).patch(`/contacts/${unknown}`, { name: 'X' }),
+      () => as(t.admin).delete(`/contacts/${unknown}`),
+      () => as(t.admin).delete('/contacts', { ids: [known.id, unknown] }),
+      () => as(t.agent).post(`/contacts/${unknown}/tags`, { tag: 'x' }),
+      () => as(t.agent).post('/contacts/tags', { ids: [known.id, unknown], tags: ['x'] }),
+    ];
+    for (const [i, call] of calls.entries()) {
+      const res = await call();
+      expectError(res, 404, 'not_found');
+      expect(res.body.message, `call ${i}`).to.equal('Contact not found');
+    }
+    // All or nothing: the known contact is neither deleted nor tagged.
+    expect(ok(await as(t.agent).get(`/contacts/${known.id}`), 200).tags).to.deep.equal([]);
+  });
+
+  it('null clears a field and a phone of blanks is none; a phone with spaces around it is read', async () => {
+    const phone = `+49151${String(Date.now() % 1e8).padStart(8, '0')}`;
+    const c = await createContact(t.agent, { name: 'Clear Me', email: uniqueEmail('clear'), phone: `  ${phone}  `, company: 'Clear Co' });
+    expect(c.phone).to.equal(phone);
+    const cleared = ok(await as(t.agent).patch(`/contacts/${c.id}`, { name: null, email: null, phone: null, company: null }), 200);
+    expect(cleared).to.include({ name: null, email: null, phone: null, company: null });
+    const blank = ok(await as(t.agent).patch(`/contacts/${c.id}`, { name: 'Blank Phone', phone: '   ' }), 200);
+    expect(blank).to.include({ name: 'Blank Phone', phone: null });
+    expect(ok(await as(t.agent).post('/contacts', { name: 'Empty Phone', phone: '' }), 201).phone).to.equal(null);
+  });
+
+  it('notes are listed newest first; an unknown note is 404 "Note not found"', async () => {
+    const c = await createContact(t.agent, { name: 'Noted' });
+    const ids: string[] = [];
+    for (const content of ['first', 'second', 'third']) ids.push(ok(await as(t.agent).post(`/contacts/${c.id}/notes`, { content }), 201).id);
+    // Times apart, so the order is the time's and not the tie-break's.
+    for (const [i, id] of ids.entries()) await knex()('contact_notes').where({ id }).update({ created_at: new Date(Date.UTC(2026, 0, 1 + i)) });
+    expect(ok(await as(t.agent).get(`/contacts/${c.id}/notes`), 200).map((n: any) => n.content)).to.deep.equal(['third', 'second', 'first']);
+    for (const res of [await as(t.agent).patch(`/contacts/${c.id}/notes/${randomUUID()}`, { content: 'x' }), await as(t.agent).delete(`/contacts/${c.id}/notes/${randomUUID()}`)]) {
+      expectError(res, 404, 'not_found');
+      expect(res.body.message).to.equal('Note not found');
+    }
+  });
+
+  it('a change that names no email keeps the email, its verification and every field not named', async () => {
+    const verified = new Date('2026-01-02T03:04:05.000Z');
+    const phone = `+49152${String(Date.now() % 1e8).padStart(8, '0')}`;
+    const c = await createContact(t.agent, { name: 'Verified', email: uniqueEmail('kept'), phone });
+    await knex()('contacts').where({ id: c.id }).update({ email_verified_at: verified });
+    const changed = ok(await as(t.agent).patch(`/contacts/${c.id}`, { company: 'Other Co' }), 200);
+    // Fields the change does not name stay as they were.
+    expect(changed).to.include({ company: 'Other Co', emailVerifiedAt: verified.toISOString(), email: c.email, phone, name: 'Verified' });
+  });
+
+  it('says whether a tag was added or removed; removing one tag keeps the others', async () => {
+    const c = await createContact(t.agent, { name: 'Tagged', tags: ['keep', 'drop'] });
+    const added = await as(t.agent).post(`/contacts/${c.id}/tags`, { tag: 'New' });
+    expect([added.body.message, ok(added, 200).tags]).to.deep.equal(['Tag added', ['keep', 'drop', 'new']]);
+    const again = await as(t.agent).post(`/contacts/${c.id}/tags`, { tag: 'new' });
+    expect([again.body.message, ok(again, 200).tags]).to.deep.equal(['Tag already present', ['keep', 'drop', 'new']]);
+    const removed = await as(t.agent).delete(`/contacts/${c.id}/tags/drop`);
+    expect([removed.body.message, ok(removed, 200).tags]).to.deep.equal(['Tag removed', ['keep', 'new']]);
+    const absent = await as(t.agent).delete(`/contacts/${c.id}/tags/drop`);
+    expect([absent.body.message, ok(absent, 200).tags]).to.deep.equal(['Tag not present', ['keep', 'new']]);
+  });
+
+  it('a tag past the 50th is refused with the contact and its count named', async () => {
+    const c = await createContact(t.agent, { name: 'Full', tags: Array.from({ length: 50 }, (_, i) => `t${i}`) });
+    const res = await as(t.agent).post(`/contacts/${c.id}/tags`, { tag: 'one more' });
+    expectError(res, 400, 'validation_failed');
+    expect(res.body.message).to.equal('A contact has at most 50 tags');
+    expect(res.body.error.details).to.deep.equal([{ field: 'tags', message: `contact ${c.id} would have 51 tags` }]);
+  });
+
+  it('a contact made inside a ticket\'s transaction that is then refused is never announced', async () => {
+    const socket = track(await connectOk(sharedServer().baseUrl, t.owner.orgId, t.agent.accessToken));
+    const heard = collect(socket, 'contact_created');
+    const email = uniqueEmail('rolled-back');
+    // The requester's contact is made first, then the unknown conversation refuses the ticket: all of it rolls back.
+    const res = await as(t.agent).post('/tickets', { title: 'Refused', requester: { email, name: 'Never Was' }, conversationId: randomUUID() });
+    expectError(res, 404, 'not_found');
+    expect(await knex()('contacts').where({ organization_id: t.owner.orgId, email })).to.have.length(0);
+    const barrier = nextEvent(socket, 'contact_created', (p) => p.contact.name === 'Announce Barrier');
+    await createContact(t.agent, { name: 'Announce Barrier' });
+    await barrier;
+    expect(heard.map((p) => p.contact.name)).to.deep.equal(['Announce Barrier']);
+  });
+
+  it('bulk tags announce each contact with its own identities', async () => {
+    const socket = track(await connectOk(sharedServer().baseUrl, t.owner.orgId, t.agent.accessToken));
+    const [a, b] = [
+      await createContact(t.agent, { name: 'Bulk A', identities: [{ channel: 'telegram', externalId: `a-${randomUUID()}` }] }),
+      await createContact(t.agent, { name: 'Bulk B', identities: [{ channel: 'whatsapp', externalId: `b-${randomUUID()}` }] }),
+    ];
+    const heard = (id: string) => nextEvent(socket, 'contact_updated', (p) => p.contact.id === id && p.contact.tags.includes('bulk-heard'));
+    const [ofA, ofB] = [heard(a.id), heard(b.id)];
+    expect(ok(await as(t.agent).post('/contacts/tags', { ids: [a.id, b.id], tags: ['bulk-heard'] }), 200)).to.deep.equal({ updated: 2 });
+    expect((await ofA).contact.identities.map((i: any) => i.externalId)).to.deep.equal([a.identities[0].externalId]);
+    expect((await ofB).contact.identities.map((i: any) => i.externalId)).to.deep.equal([b.identities[0].externalId]);
+  });
+
+  it('filtered lists show each contact\'s identities; a search of blanks is no search', async () => {
+    const own = await contactsTenant();
+    const withId = await createContact(own.agent, { name: 'Has Identity', identities: [{ channel: 'sms', externalId: `s-${randomUUID()}` }] });
+    const bare = await createContact(own.agent, { tags: ['only-a-tag'] });
+    const filtered = ok(await as(own.agent).post('/contacts/filter?sort=name', { filters: [{ key: 'name', op: 'eq', value: 'Has Identity' }] }), 200);
+    expect(filtered.map((c: any) => [c.id, c.identities.map((i: any) => i.externalId)])).to.deep.equal([[withId.id, [withId.identities[0].externalId]]]);
+    const blank = await as(own.agent).get('/contacts?q=%20%20&sort=name');
+    expect(ok(blank, 200).map((c: any) => c.id).sort()).to.deep.equal([withId.id, bare.id].sort());
+    expect(blank.body.pagination.total).to.equal(2);
   });
 });

@@ -351,7 +351,8 @@ describe('knowledge URL sources', function () {
   let site: Server;
   let siteUrl: string;
   let owner: SignedUp;
-  // `/slow` answers only once `openSlow` is called; `slowAsked` resolves when it is asked for.
+  // The page `holdSlowPage` names (a path under /slow) answers only once `openSlow` is called; `slowAsked` resolves when it
+  // is asked for. Other requests answer at once: the server's own worker may fetch a source an earlier test resumed.
   let openSlow = () => {};
   let slowAsked: Promise<void> = Promise.resolve();
 
@@ -367,12 +368,15 @@ describe('knowledge URL sources', function () {
       '/plain': ['text/plain', 'Plain lighthouse text.'],
       '/loop': ['text/html', html('<p>Loop page.</p><a href="/loop">Self</a> <a href="/c">C</a> <a href="/c#again">C again</a> <a href="/a">A</a>')],
       '/xhtml': ['application/xhtml+xml', '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>Semaphore flags.</p><a href="/c">C</a></body></html>'],
+      '/shouting': ['TEXT/HTML ; charset=utf-8', html('<p>Lantern signals.</p><a href="/c">C</a>')],
+      '/plain-markup': ['text/plain', 'Keep <b>bold</b> & <a href="/c">C</a> as written.'],
+      '/long-type': [`application/x-${'long'.repeat(400)}`, 'Unreadable.'],
     };
     site = createServer((req, res) => {
       if (req.url === '/hook') return void req.resume().on('end', () => res.writeHead(200).end('ok'));
-      if (req.url === '/slow' || req.url === '/slow-missing') {
+      if (req.url === '/slow' || req.url?.startsWith('/slow-missing')) {
         const answer = () => (req.url === '/slow' ? res.writeHead(200, { 'content-type': 'text/html' }).end(html('<p>Tide tables for sailors.</p>')) : res.writeHead(404).end());
-        return void slowStarted(answer);
+        return void slowStarted(answer, req.url ?? '');
       }
       const word = /^\/word\/(\w+)$/.exec(req.url ?? '');
       if (word) return void res.writeHead(200, { 'content-type': 'text/html' }).end(html(`<p>Codeword ${word[1]}ish.</p>`));
@@ -391,12 +395,13 @@ describe('knowledge URL sources', function () {
     await t?.stop();
     site?.close();
   });
-  let slowStarted: (answer: () => void) => void = (answer) => answer();
-  const holdSlowPage = () => {
+  let slowStarted: (answer: () => void, path: string) => void = (answer) => answer();
+  const holdSlowPage = (held: string) => {
     let asked!: () => void;
     slowAsked = new Promise<void>((r) => (asked = r));
     const gate = new Promise<void>((r) => (openSlow = r));
-    slowStarted = (answer) => {
+    slowStarted = (answer, path) => {
+      if (path !== held) return answer();
       asked();
       void gate.then(answer);
     };
@@ -404,11 +409,21 @@ describe('knowledge URL sources', function () {
 
   it('keeps a source paused when it was paused while being indexed, whether the run succeeds or fails; resuming indexes it again', async () => {
     const tok = { token: owner.accessToken };
+    const socket = await connectOk(t.baseUrl, owner.orgId, owner.accessToken);
+    after(() => socket.close());
+    const progress = collect(socket, 'knowledge_indexing_progress');
+    /** The statuses agents were told for a source, once the run's last one (not `indexing`) has arrived. */
+    const toldOf = async (id: string) => {
+      for (let i = 0; i < 200 && !progress.some((p) => p.documentId === id && p.status !== 'indexing'); i++) await new Promise((r) => setTimeout(r, 25));
+      return progress.filter((p) => p.documentId === id).map((p) => p.status);
+    };
     for (const [path, outcome] of [['slow', 'indexed'], ['slow-missing', 'failed']] as const) {
-      holdSlowPage();
+      holdSlowPage(`/${path}`);
       const run = runDirect({ url: `${siteUrl}${path}` }, { attempt: 4 });
       await slowAsked;
       const [row] = await t.server.db.knex('knowledge_sources').where({ organizationId: owner.orgId, url: `${siteUrl}${path}` }).select('id');
+      // While its page is fetched the source shows it is being indexed.
+      expect((await owner.api.get(`/knowledge/${row.id}`, tok)).body.data.status, path).to.equal('indexing');
       const paused = await owner.api.patch(`/knowledge/${row.id}`, { isPaused: true }, tok);
       expect([paused.status, paused.body.data?.status], path).to.deep.equal([200, 'paused']);
       openSlow();
@@ -416,11 +431,35 @@ describe('knowledge URL sources', function () {
       expect(ran.doc.status, `${path}: ${JSON.stringify(ran.doc)}`).to.equal('paused');
       if (outcome === 'indexed') expect(ran.doc.chunkCount, path).to.equal(1);
       else expect(ran.doc.errorMessage, path).to.equal('the page answered 404');
+      // Agents are told it is paused, not what the run would have made of it.
+      const told = await toldOf(row.id);
+      expect(told.filter((s) => s !== 'indexing'), path).to.deep.equal(['paused']);
       // Resuming queues it to be indexed again.
       slowStarted = (answer) => answer();
       const resumed = await owner.api.patch(`/knowledge/${row.id}`, { isPaused: false }, tok);
       expect(resumed.body.data.status, path).to.equal('queued');
     }
+  });
+
+  it('tells agents a source deleted while its start page failed is queued again (a retry) or failed (the last attempt)', async () => {
+    const tok = { token: owner.accessToken };
+    const socket = await connectOk(t.baseUrl, owner.orgId, owner.accessToken);
+    after(() => socket.close());
+    const progress = collect(socket, 'knowledge_indexing_progress');
+    for (const [attempt, told, error] of [[1, 'queued', 'RetryLater'], [4, 'failed', 'GiveUp']] as const) {
+      holdSlowPage(`/slow-missing?attempt=${attempt}`);
+      const url = `${siteUrl}slow-missing?attempt=${attempt}`;
+      const run = runDirect({ url }, { attempt });
+      await slowAsked;
+      const [row] = await t.server.db.knex('knowledge_sources').where({ organizationId: owner.orgId, url }).select('id');
+      expect((await owner.api.request('DELETE', `/knowledge/${row.id}`, tok)).status).to.equal(200);
+      openSlow();
+      const ran = await run;
+      expect(ran.error?.name, `attempt ${attempt}`).to.equal(error);
+      for (let i = 0; i < 200 && !progress.some((p) => p.documentId === row.id && p.status !== 'indexing'); i++) await new Promise((r) => setTimeout(r, 25));
+      expect(progress.filter((p) => p.documentId === row.id).map((p) => p.status), `attempt ${attempt}`).to.deep.equal(['indexing', told]);
+    }
+    slowStarted = (answer) => answer();
   });
 
   it('keeps a URL source\'s address and crawl options, defaults a single page to depth 0 and a crawl to depth 1, and shows its address to read', async () => {
@@ -440,8 +479,9 @@ describe('knowledge URL sources', function () {
 
   // Written and run directly: on a shared database another instance (not allowed private addresses) could claim a
   // queued job of this server.
-  const runDirect = async (row: Record<string, unknown>, opts: { attempt?: number; allowPrivate?: boolean } = {}) => {
+  const runDirect = async (row: Record<string, unknown>, opts: { attempt?: number; allowPrivate?: boolean; deleted?: boolean } = {}) => {
     const [source] = await t.server.db.knex('knowledge_sources').insert({ organizationId: owner.orgId, title: 'Direct', source: 'url', status: 'queued', fetchMode: 'single', crawlDepth: 0, maxPages: 100, ...row }).returning('id');
+    if (opts.deleted) await t.server.db.knex('knowledge_sources').where({ id: source.id }).delete();
     const jobs = new JobQueue(t.server.db.knex, t.server.logger);
     const indexer = new KnowledgeIndexer({ models: t.server.db.models, knex: t.server.db.knex, driver: t.server.services.storage.driver, events: t.server.events, logger: t.server.logger, jobs, workers: 1, allowPrivate: opts.allowPrivate ?? true, notifications: t.server.services.notifications });
     indexer.outbox = t.server.services.webhooks;
@@ -454,6 +494,16 @@ describe('knowledge URL sources', function () {
     for (const w of words) if ((await owner.api.get(`/knowledge/search?q=${w}&sourceId=${id}`, { token: owner.accessToken })).body.data.length > 0) out.push(w);
     return out;
   };
+
+  it('a job whose source was paused, is still awaiting its upload, or was deleted does nothing', async () => {
+    for (const status of ['paused', 'awaiting_upload']) {
+      const skipped = await runDirect({ url: siteUrl, status });
+      expect(skipped.error, status).to.equal(null);
+      expect(skipped.doc, status).to.include({ status, chunkCount: 0 });
+    }
+    const gone = await runDirect({ url: siteUrl }, { deleted: true });
+    expect(gone.error).to.equal(null);
+  });
 
   it('crawls same-host links breadth first to the depth asked, skipping a later page that fails', async () => {
     const deep = await runDirect({ url: `${siteUrl}start`, fetchMode: 'crawl', crawlDepth: 2 });
@@ -488,6 +538,16 @@ describe('knowledge URL sources', function () {
     expect(await found(xhtml.id, ['semaphore', 'compass'])).to.deep.equal(['semaphore', 'compass']);
   });
 
+  it('reads a page by its media type whatever its case and spacing, and a text page as written (no markup taken out, no link followed)', async () => {
+    const shouting = await runDirect({ url: `${siteUrl}shouting`, fetchMode: 'crawl', crawlDepth: 1 });
+    expect(shouting.doc.status, JSON.stringify(shouting.doc)).to.equal('indexed');
+    expect(await found(shouting.id, ['lantern', 'compass'])).to.deep.equal(['lantern', 'compass']);
+    const plain = await runDirect({ url: `${siteUrl}plain-markup`, fetchMode: 'crawl', crawlDepth: 1 });
+    expect(plain.doc.status, JSON.stringify(plain.doc)).to.equal('indexed');
+    const chunks = (await owner.api.get(`/knowledge/ai/${plain.id}/sync-info?organizationId=${owner.orgId}`, ai)).body.data.chunks.map((c: { content: string }) => c.content);
+    expect(chunks).to.deep.equal(['Keep <b>bold</b> & <a href="/c">C</a> as written.']);
+  });
+
   it('retries a start page that fails three times, then fails for good (knowledge.failed then only); an address that is not public fails at once', async () => {
     const failedEvents = async (id: string) => (await t.server.db.knex('webhook_deliveries').where({ organizationId: owner.orgId, eventType: 'knowledge.failed' }).select('payload')).filter((d: { payload: { document: { id: string } } }) => d.payload.document.id === id);
     for (const attempt of [1, 3]) {
@@ -501,6 +561,10 @@ describe('knowledge URL sources', function () {
     expect(last.doc).to.include({ status: 'failed', errorMessage: 'the page answered 404' });
     const [event] = await failedEvents(last.id);
     expect(event!.payload).to.deep.include({ error: 'the page answered 404', attempts: 4 });
+    // A failure's words are kept to 1,000 characters (here a page of a 1,614-character media type no parser reads).
+    const long = await runDirect({ url: `${siteUrl}long-type` });
+    expect(long.error?.name).to.equal('RetryLater');
+    expect(long.doc.errorMessage).to.equal(`application/x-${'long'.repeat(400)} documents cannot be indexed`.slice(0, 1000));
     const unsafe = await runDirect({ url: siteUrl }, { allowPrivate: false });
     expect(unsafe.error?.name).to.equal('GiveUp');
     expect(unsafe.doc).to.include({ status: 'failed', errorMessage: 'This URL cannot be fetched: the host is not a public address' });
