@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import { expect } from 'chai';
 import { REVOCATION_CHANNEL, REVOCATION_LISTENER } from '../server/auth/revocations.js';
 import { sharedServer } from './helpers/hooks.js';
-import { addMember, PASSWORD, signUp } from './helpers/factories.js';
+import { addMember, PASSWORD, signUp, type Member, type SignedUp } from './helpers/factories.js';
 import { expectApiError, expectApiSuccess, jwtPayload, login } from './helpers/auth.js';
 import { Api, type ApiResponse } from './helpers/http.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -413,11 +413,17 @@ describe('auth: remembered callers', () => {
       await b?.stop();
     });
 
-    it('suspension, removal and logout on one instance are refused by the other as the change commits', async () => {
+    /** An organization made on A, with an agent whose caller B remembers. */
+    async function agentRememberedByB(): Promise<{ owner: SignedUp; agent: Member; onB: Api }> {
       const owner = await signUp(a.server, a.baseUrl);
-      const onB = new Api(b.baseUrl);
       const agent = await addMember(a.server, owner, 'agent');
+      const onB = new Api(b.baseUrl);
       await warm(onB, agent.accessToken);
+      return { owner, agent, onB };
+    }
+
+    it('suspension, removal and logout on one instance are refused by the other as the change commits', async () => {
+      const { owner, agent, onB } = await agentRememberedByB();
       expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
       expect((await onB.get('/contacts', { token: agent.accessToken })).status).to.equal(403);
       expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'active' }, { token: owner.accessToken }), 200);
@@ -459,10 +465,7 @@ describe('auth: remembered callers', () => {
     });
 
     it('an organization deleted on one instance refuses its members on the other as it commits', async () => {
-      const owner = await signUp(a.server, a.baseUrl);
-      const agent = await addMember(a.server, owner, 'agent');
-      const onB = new Api(b.baseUrl);
-      await warm(onB, agent.accessToken);
+      const { owner, agent, onB } = await agentRememberedByB();
       await warm(owner.api, agent.accessToken);
       expectApiSuccess(await owner.api.delete(`/organizations/${owner.orgId}`, { token: owner.accessToken }), 200);
       expect((await onB.get('/contacts', { token: agent.accessToken })).status).to.equal(403);
@@ -470,10 +473,7 @@ describe('auth: remembered callers', () => {
     });
 
     it('hears what was committed before a request before answering it from memory, however late its listening connection is read', async () => {
-      const owner = await signUp(a.server, a.baseUrl);
-      const agent = await addMember(a.server, owner, 'agent');
-      const onB = new Api(b.baseUrl);
-      await warm(onB, agent.accessToken);
+      const { owner, agent, onB } = await agentRememberedByB();
       // B reads its listening connection late (a starved event loop, a slow network): the suspension's notice waits.
       const listener = listeningSocket(b);
       listener.pause();
@@ -521,10 +521,7 @@ describe('auth: remembered callers', () => {
     });
 
     it('reads the caller from the database when its listening connection stalls', async () => {
-      const owner = await signUp(a.server, a.baseUrl);
-      const agent = await addMember(a.server, owner, 'agent');
-      const onB = new Api(b.baseUrl);
-      await warm(onB, agent.accessToken);
+      const { owner, agent, onB } = await agentRememberedByB();
       const listener = listeningSocket(b);
       listener.pause();
       try {
@@ -538,10 +535,7 @@ describe('auth: remembered callers', () => {
     });
 
     it('stops remembering while its listening connection is lost, and hears revocations again once it listens anew', async () => {
-      const owner = await signUp(a.server, a.baseUrl);
-      const agent = await addMember(a.server, owner, 'agent');
-      const onB = new Api(b.baseUrl);
-      await warm(onB, agent.accessToken);
+      const { owner, agent, onB } = await agentRememberedByB();
       // Both instances' listening connections in this database are cut, as a failover or a restarted pooler would.
       await a.server.db.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and application_name = ?`, [REVOCATION_LISTENER]);
       await waitFor(() => !b.server.services.callers.live, { what: 'B to notice it no longer hears revocations' });
@@ -578,10 +572,7 @@ describe('auth: remembered callers', () => {
     });
 
     it('forgets what it remembered when it stops listening: a suspension made meanwhile is refused once it listens again', async () => {
-      const owner = await signUp(a.server, a.baseUrl);
-      const agent = await addMember(a.server, owner, 'agent');
-      const onB = new Api(b.baseUrl);
-      await warm(onB, agent.accessToken);
+      const { owner, agent, onB } = await agentRememberedByB();
       await a.server.db.knex.raw(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and application_name = ?`, [REVOCATION_LISTENER]);
       await waitFor(() => !b.server.services.callers.live, { what: 'B to notice it no longer hears revocations' });
       // Made while B cannot hear it.
@@ -592,10 +583,7 @@ describe('auth: remembered callers', () => {
     });
 
     it('ignores a notice on its channel that is not JSON, and keeps hearing revocations', async () => {
-      const owner = await signUp(a.server, a.baseUrl);
-      const agent = await addMember(a.server, owner, 'agent');
-      const onB = new Api(b.baseUrl);
-      await warm(onB, agent.accessToken);
+      const { owner, agent, onB } = await agentRememberedByB();
       await a.server.db.knex.raw(`select pg_notify(?, 'not a notice')`, [REVOCATION_CHANNEL]);
       expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
       expectApiError(await onB.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');

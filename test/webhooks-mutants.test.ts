@@ -11,7 +11,7 @@ import { newVisitor, startConversation } from './helpers/live.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { expectError } from './helpers/tenancy.js';
 import { fannedOut } from './helpers/webhookFanout.js';
-import { startReceiver, type Received, type WebhookReceiver } from './helpers/webhookReceiver.js';
+import { signedWith, startReceiver, type Received, type WebhookReceiver } from './helpers/webhookReceiver.js';
 
 const QUEUE = 'webhook-delivery';
 const METRICS_TOKEN = 'metrics-token-webhook-rules';
@@ -340,12 +340,6 @@ describe('webhooks: each receiver its own limit', function () {
   });
 });
 
-/** The receiver's check, written apart from the server's: any `v1=` HMAC-SHA256(secret, `ts.body`) matches. */
-function signedBy(r: Received, secret: string): boolean {
-  const expected = createHmac('sha256', secret).update(`${String(r.headers['x-webhook-timestamp'])}.${r.body}`).digest('hex');
-  return String(r.headers['x-webhook-signature']).split(',').some((part) => part.trim() === `v1=${expected}`);
-}
-
 describe('webhooks: subscriptions, secrets and the delivery log', function () {
   this.timeout(60_000);
   let server: TestServer;
@@ -525,15 +519,15 @@ describe('webhooks: subscriptions, secrets and the delivery log', function () {
     const [during] = await receiver.waitFor(1, ofOrg(owner.orgId));
     // The current secret, then the one it replaced (not the first).
     expect(String(during!.headers['x-webhook-signature']).split(',')).to.have.length(2);
-    expect(signedBy(during!, second.body.data.secret)).to.equal(true);
-    expect(signedBy(during!, first.body.data.secret)).to.equal(true);
-    expect(signedBy(during!, hook.secret)).to.equal(false);
+    expect(signedWith(during!, second.body.data.secret)).to.equal(true);
+    expect(signedWith(during!, first.body.data.secret)).to.equal(true);
+    expect(signedWith(during!, hook.secret)).to.equal(false);
     await knex()('webhooks').where({ id: hook.id }).update({ previous_secret_expires_at: new Date(Date.now() - 1000) });
     await contact(owner);
     await server.server.jobs.drain(QUEUE);
     const after = (await receiver.waitFor(2, ofOrg(owner.orgId)))[1]!;
     expect(String(after.headers['x-webhook-signature']).split(',')).to.have.length(1);
-    expect(signedBy(after, second.body.data.secret)).to.equal(true);
+    expect(signedWith(after, second.body.data.secret)).to.equal(true);
   });
 
   it('lists a hook\'s deliveries newest first, by status and event, in pages; tests and redelivers', async () => {

@@ -1,4 +1,5 @@
 // A local HTTP server that receives webhook deliveries for tests: records each request and answers as planned.
+import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -8,6 +9,12 @@ export interface Received {
   headers: IncomingHttpHeaders;
   body: string;
   json: any;
+}
+
+/** The receiver's check, written apart from the server's: any `v1=` HMAC-SHA256(secret, `ts.body`) matches. */
+export function signedWith(r: Received, secret: string): boolean {
+  const expected = createHmac('sha256', secret).update(`${String(r.headers['x-webhook-timestamp'])}.${r.body}`).digest('hex');
+  return String(r.headers['x-webhook-signature']).split(',').some((part) => part.trim() === `v1=${expected}`);
 }
 
 export interface Answer {

@@ -16,7 +16,8 @@ export interface FanoutPayload {
 
 const MESSAGE_CREATED = 'message.created';
 
-// The event id is md5('message.created:<message id>') as a uuid: the same for every subscription and every run. Deliveries take the message's time as the event's.
+// The event id is md5('message.created:<message id>') as a uuid: the same for every subscription and every run.
+// Deliveries take the message's time as the event's.
 const FANOUT_SQL = `
 with m as (
   select id, organization_id, created_at from messages
