@@ -114,10 +114,10 @@ describe('Email: DKIM for verified organization domains', function () {
     const { channel, inbound } = ok(await owner.api.post('/channels/email', { name: 'Support', address: 'help@acme-dkim.test' }, { token: owner.accessToken }), 201);
     const customer = uniqueEmail('customer');
     ok(await postSignedMail(owner.api, channel.id, inbound.secret, mime({ from: customer, subject: 'Question', text: 'Hello?', messageId: `<${randomUUID()}@customer.test>` })), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const event = await test.server.db.knex('inbound_events').where({ channelId: channel.id }).first();
     ok(await owner.api.post(`/conversations/${event.conversationId}/messages`, { content: 'Signed answer' }, { token: owner.accessToken }), 201);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const reply = await smtp.waitForMail(customer);
     expect(dkimOf(reply, publicKey)).to.deep.equal({ d: 'acme-dkim.test', s: selector, valid: true, bodyHashMatches: true });
 
