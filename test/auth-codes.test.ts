@@ -6,17 +6,7 @@ import { Api } from './helpers/http.js';
 import { latestMail, linkTokenIn, PASSWORD, signUp, uniqueEmail } from './helpers/factories.js';
 import { generateOtpCode } from '../server/auth/secrets.js';
 import { expectApiError, expectApiSuccess, initiateSignup, latestCode } from './helpers/auth.js';
-
-/** Runs `body` with Date.now moved `offsetSeconds` ahead (the server runs in this process); the real clock is back after. */
-async function withClockAhead<T>(offsetSeconds: number, body: () => Promise<T>): Promise<T> {
-  const realNow = Date.now;
-  Date.now = () => realNow() + offsetSeconds * 1000;
-  try {
-    return await body();
-  } finally {
-    Date.now = realNow;
-  }
-}
+import { withClockAhead } from './helpers/clock.js';
 
 const wrongCodeFor = (code: string) => (code === '000000' ? '111111' : '000000');
 

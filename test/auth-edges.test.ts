@@ -9,17 +9,7 @@ import { PASSWORD, signUp } from './helpers/factories.js';
 import { startTestServer, TEST_AI_SECRET, TEST_SECRETS } from './helpers/server.js';
 import { expectApiError, expectApiSuccess, jwtPayload, login, resignToken } from './helpers/auth.js';
 import { newVisitor } from './helpers/live.js';
-
-/** Runs `body` with Date.now moved `offsetSeconds` ahead (the server runs in this process); the real clock is back after. */
-async function withClockAhead<T>(offsetSeconds: number, body: () => Promise<T>): Promise<T> {
-  const realNow = Date.now;
-  Date.now = () => realNow() + offsetSeconds * 1000;
-  try {
-    return await body();
-  } finally {
-    Date.now = realNow;
-  }
-}
+import { withClockAhead } from './helpers/clock.js';
 
 describe('auth: edges', () => {
   describe('refresh and widget tokens signed with their own secret but not quite right', () => {

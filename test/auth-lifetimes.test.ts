@@ -10,20 +10,7 @@ import { expectApiError, expectApiSuccess, forgeAccessToken, jwtPayload, login }
 import { widgetKey } from './helpers/live.js';
 import { closeAfterEach } from './helpers/socket-acks.js';
 import { connectOk, settle } from './helpers/sockets.js';
-
-/**
- * Runs `body` with Date.now moved `offsetSeconds` ahead: what the server (in this process) and jsonwebtoken take
- * for "now". Timers and the database clock are untouched; the real clock is back before this returns.
- */
-async function withClockAhead<T>(offsetSeconds: number, body: () => Promise<T>): Promise<T> {
-  const realNow = Date.now;
-  Date.now = () => realNow() + offsetSeconds * 1000;
-  try {
-    return await body();
-  } finally {
-    Date.now = realNow;
-  }
-}
+import { withClockAhead } from './helpers/clock.js';
 
 describe('auth: lifetimes and edges of sessions', () => {
   const track = closeAfterEach();
