@@ -4,9 +4,9 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
-import { addMember, signUp, type Member, type SignedUp } from './helpers/factories.js';
+import { signUp } from './helpers/factories.js';
 import { Api, type ApiResponse } from './helpers/http.js';
-import { newVisitor, startConversation, type Visitor } from './helpers/live.js';
+import { newVisitor, startConversation, supportScene, type SupportScene } from './helpers/live.js';
 import { TEST_AI_SECRET } from './helpers/server.js';
 import { closeAfterEach } from './helpers/socket-acks.js';
 import { collect, connectOk, nextEvent, request, settle } from './helpers/sockets.js';
@@ -31,23 +31,9 @@ function aiClient(baseUrl: string) {
   };
 }
 
-interface Tenant {
-  owner: SignedUp;
-  agent: Member;
-  visitor: Visitor;
-  conversationId: string;
-}
+const tenant = () => supportScene(sharedServer());
 
-async function tenant(): Promise<Tenant> {
-  const { server, baseUrl } = sharedServer();
-  const owner = await signUp(server, baseUrl);
-  const agent = await addMember(server, owner, 'agent', 'Alex Agent');
-  const visitor = await newVisitor(owner, { name: 'Vic Visitor' });
-  const { conversationId } = await startConversation(visitor, 'first');
-  return { owner, agent, visitor, conversationId };
-}
-
-async function conversation(t: Tenant, id = t.conversationId): Promise<any> {
+async function conversation(t: SupportScene, id = t.conversationId): Promise<any> {
   return ok(await t.owner.api.get(`/conversations/${id}`, { token: t.owner.accessToken }), 200);
 }
 

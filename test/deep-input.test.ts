@@ -6,10 +6,9 @@ import { expect } from 'chai';
 import { toAppError } from '../server/errors.js';
 import * as socketSchemas from '../sockets/schemas.js';
 import { expectApiError, expectApiSuccess } from './helpers/auth.js';
-import { addMember, signUp, type Member, type SignedUp } from './helpers/factories.js';
 import { sharedServer } from './helpers/hooks.js';
 import { Api, type ApiResponse } from './helpers/http.js';
-import { newVisitor, startConversation, type Visitor } from './helpers/live.js';
+import { supportScene, type SupportScene } from './helpers/live.js';
 import { TEST_AI_SECRET } from './helpers/server.js';
 import { ackData, closeAfterEach, expectAckError, type AckBody } from './helpers/socket-acks.js';
 import { connectOk, request, type ClientSocket } from './helpers/sockets.js';
@@ -33,24 +32,10 @@ function wideValues(count: number, bytes: number): string[] {
   return Array.from({ length: count }, () => 'x'.repeat(Math.ceil(bytes / count)));
 }
 
-interface Tenant {
-  owner: SignedUp;
-  agent: Member;
-  visitor: Visitor;
-  conversationId: string;
-}
-
-async function tenant(): Promise<Tenant> {
-  const { server, baseUrl } = sharedServer();
-  const owner = await signUp(server, baseUrl);
-  const agent = await addMember(server, owner, 'agent', 'Alex Agent');
-  const visitor = await newVisitor(owner);
-  const { conversationId } = await startConversation(visitor, 'first');
-  return { owner, agent, visitor, conversationId };
-}
+const tenant = () => supportScene(sharedServer());
 
 /** Sends a body given as JSON text, so a 5,000-deep value is never serialized by the test itself. */
-function send(t: Tenant, method: string, path: string, text: string, headers: Record<string, string>): Promise<ApiResponse> {
+function send(t: SupportScene, method: string, path: string, text: string, headers: Record<string, string>): Promise<ApiResponse> {
   return t.owner.api.request(method, path, { rawBody: text, headers: { 'content-type': 'application/json', ...headers } });
 }
 
@@ -66,9 +51,9 @@ interface FreeFormField {
   width: number;
   array?: boolean;
   /** Sends the route's body with the field's value given as JSON text. */
-  send(t: Tenant, valueText: string): Promise<ApiResponse>;
+  send(t: SupportScene, valueText: string): Promise<ApiResponse>;
   /** Everything the route could have written, to compare before and after. */
-  stored(t: Tenant): Promise<unknown[]>;
+  stored(t: SupportScene): Promise<unknown[]>;
 }
 
 const widgetField = (name: 'appearance' | 'behavior' | 'ai' | 'collectUserInfo', maxBytes: number): FreeFormField => ({

@@ -1,7 +1,8 @@
 // Live-support factories: a widget visitor with a token, and a conversation started by that visitor.
 import { expect } from 'chai';
 import { Api } from './http.js';
-import type { SignedUp } from './factories.js';
+import type { AppServer } from '../../server/server.js';
+import { addMember, signUp, type Member, type SignedUp } from './factories.js';
 
 export interface Visitor {
   api: Api;
@@ -29,4 +30,20 @@ export async function startConversation(visitor: Visitor, message = 'Hello, I ne
   const res = await visitor.api.post('/widget/conversations', { message }, { token: visitor.token });
   expect(res.status, JSON.stringify(res.body)).to.equal(201);
   return { conversationId: res.body.data.conversation.id, body: res.body };
+}
+
+/** The usual scene of a live-support test: an organization with an agent, and a visitor's open conversation. */
+export interface SupportScene {
+  owner: SignedUp;
+  agent: Member;
+  visitor: Visitor;
+  conversationId: string;
+}
+
+export async function supportScene(at: { server: AppServer; baseUrl: string }): Promise<SupportScene> {
+  const owner = await signUp(at.server, at.baseUrl);
+  const agent = await addMember(at.server, owner, 'agent', 'Alex Agent');
+  const visitor = await newVisitor(owner);
+  const { conversationId } = await startConversation(visitor, 'first');
+  return { owner, agent, visitor, conversationId };
 }
