@@ -221,6 +221,23 @@ describe('webhooks: delivery rules', function () {
     expect(new Set(got.map((r) => r.json.id)).size).to.equal(2);
   });
 
+  it('presents a message as it stands at each attempt: a retry does not resend the body of the first', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, ['message.created']);
+    const { conversationId } = await startConversation(await newVisitor(owner), 'words as first sent');
+    await fannedOut(server.server, owner.orgId);
+    receiver.plan({ status: 500 });
+    let { delivery } = await run(hook.id);
+    expect(delivery).to.include({ status: 'pending', attempts: 1, responseStatus: 500 });
+    // The row changed since (as a correction or a redaction made in the database would change it).
+    await knex()('messages').where({ conversation_id: conversationId }).update({ content: 'words as they stand now' });
+    ({ delivery } = await run(hook.id));
+    expect(delivery).to.include({ status: 'succeeded', attempts: 2 });
+    const sent = receiver.received.filter((r) => r.json?.organizationId === owner.orgId);
+    expect(sent.map((r) => r.json.data.message.content)).to.deep.equal(['words as first sent', 'words as they stand now']);
+    expect(sent[1]!.json.id).to.equal(sent[0]!.json.id);
+  });
+
   it('keeps the first 1024 characters of the answer, without NUL', async () => {
     const owner = await signUp(server.server, server.baseUrl);
     const hook = await createHook(owner);
@@ -464,6 +481,54 @@ describe('webhooks: subscriptions, secrets and the delivery log', function () {
     await new Promise((r) => setTimeout(r, 2100));
     await contact(owner);
     expect(await deliveriesOf((row as { id: string }).id)).to.have.length(1);
+  });
+
+  it('reads an organization\'s subscriptions once for 2 seconds, and again after', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, ['contact.created']);
+    let reads = 0;
+    const count = (q: { sql: string; bindings?: unknown[] }) => {
+      if (/from "webhooks"/.test(q.sql) && /"enabled"/.test(q.sql) && q.bindings?.includes(owner.orgId)) reads++;
+    };
+    // The clock stands still, then moves to the view's last millisecond and one past it.
+    const realNow = Date.now;
+    const t0 = realNow();
+    knex().on('query', count);
+    try {
+      Date.now = () => t0;
+      await contact(owner);
+      await contact(owner);
+      expect(reads).to.equal(1);
+      Date.now = () => t0 + 2000;
+      await contact(owner);
+      expect(reads).to.equal(1);
+      Date.now = () => t0 + 2001;
+      await contact(owner);
+      await contact(owner);
+      expect(reads).to.equal(2);
+    } finally {
+      Date.now = realNow;
+      knex().off('query', count);
+    }
+    expect(await deliveriesOf(hook.id)).to.have.length(5);
+  });
+
+  it('reads the subscriptions again after a read that failed, rather than failing the organization\'s changes for 2 seconds', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, ['contact.created']);
+    // The table is out of reach for one request (a fault of the database); the change it was part of fails.
+    await knex().raw('alter table webhooks rename to webhooks_out_of_reach');
+    let failed;
+    try {
+      failed = await owner.api.post('/contacts', { name: 'During', email: uniqueEmail('hookfault') }, { token: owner.accessToken });
+    } finally {
+      await knex().raw('alter table webhooks_out_of_reach rename to webhooks');
+    }
+    expect(failed.status).to.equal(500);
+    // At once, well within the 2 seconds a successful read is kept: read again, recorded.
+    await contact(owner, 'After');
+    const rows = await deliveriesOf(hook.id);
+    expect(rows.map((r: { payload: { contact: { name: string } } }) => r.payload.contact.name)).to.deep.equal(['After']);
   });
 
   it('creates a hook disabled when asked, and refuses the 21st with its reason', async () => {
