@@ -171,7 +171,7 @@ describe('webhook events recorded by a send', function () {
     const stored = await server.db.knex('messages').where({ conversation_id: conversationId }).first('id');
     const failed = await server.db.knex
       .transaction(async (trx) => {
-        await server.services.webhooks.record(trx, owner.orgId, 'message.created', {}, { messageId: stored.id });
+        await server.services.webhooks.recordMessage(trx, owner.orgId, stored.id);
         throw new Error('rolled back');
       })
       .then(() => null, (err: Error) => err.message);
