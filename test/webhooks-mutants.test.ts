@@ -192,6 +192,23 @@ describe('webhooks: delivery rules', function () {
     expect(notes[0].data).to.deep.include({ webhookId: hook.id, url: receiver.url, reason: '50 deliveries failed in a row' });
   });
 
+  it('tells the admins once when deliveries sent together are all answered 410', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner);
+    await contact(owner, 'Gone One');
+    await contact(owner, 'Gone Two');
+    receiver.plan({ status: 410 }, { status: 410 });
+    // Both claimed by one drain and sent while the hook is still enabled: both runs turn it off, one tells.
+    await server.server.jobs.drain(QUEUE);
+    expect(await receiver.waitFor(2, (r) => r.json?.organizationId === owner.orgId)).to.have.length(2);
+    const rows = await knex()('webhook_deliveries').where({ webhook_id: hook.id });
+    expect(rows.map((r: { status: string; responseStatus: number }) => `${r.status}:${r.responseStatus}`)).to.deep.equal(['failed:410', 'failed:410']);
+    expect((await owner.api.get(`/webhooks/${hook.id}`, t)).body.data).to.include({ enabled: false, disabledReason: 'The receiver answered 410 Gone' });
+    const notes = (await owner.api.get('/notifications', t)).body.data;
+    expect(notes.map((n: any) => n.type)).to.deep.equal(['webhook_disabled']);
+  });
+
   it('fails a delivery whose hook was disabled meanwhile without sending it; a test is still sent', async () => {
     const owner = await signUp(server.server, server.baseUrl);
     const t = { token: owner.accessToken };
@@ -256,6 +273,7 @@ describe('webhooks: delivery rules', function () {
     await contact(owner, 'Zoë Ærøskøbing');
     await server.server.jobs.drain(QUEUE);
     const [r] = await receiver.waitFor(1);
+    expect(r!.method).to.equal('POST');
     expect(r!.headers).to.include({ 'content-type': 'application/json', 'user-agent': 'SupportPlatform-Webhooks/1' });
     expect(Number(r!.headers['content-length'])).to.equal(Buffer.byteLength(r!.body));
     expect(r!.headers['x-webhook-id']).to.equal(r!.json.id);
