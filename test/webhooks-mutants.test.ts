@@ -3,6 +3,9 @@
 // disabled meanwhile gets nothing but a test, the answer is kept cut and without NUL, the request's headers, and an
 // unreadable secret is not retried.
 import { createDecipheriv, createHash, createHmac, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { WEBHOOK_FANOUT_QUEUE } from '../server/services/webhooks/queue.js';
 import { isPrivateAddress } from '../server/services/webhooks/ssrf.js';
@@ -253,6 +256,39 @@ describe('webhooks: delivery rules', function () {
     const sent = receiver.received.filter((r) => r.json?.organizationId === owner.orgId);
     expect(sent.map((r) => r.json.data.message.content)).to.deep.equal(['words as first sent', 'words as they stand now']);
     expect(sent[1]!.json.id).to.equal(sent[0]!.json.id);
+  });
+
+  it('sends to an https receiver over TLS', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const bodies: string[] = [];
+    const tls = createHttpsServer(
+      { key: readFileSync(new URL('./fixtures/webhook-receiver-key.pem', import.meta.url)), cert: readFileSync(new URL('./fixtures/webhook-receiver-cert.pem', import.meta.url)) },
+      (req, res) => {
+        let body = '';
+        req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+        req.on('end', () => {
+          bodies.push(body);
+          res.end('ok');
+        });
+      },
+    );
+    await new Promise<void>((resolve) => tls.listen(0, '127.0.0.1', () => resolve()));
+    // The receiver's certificate is its own (self-signed): trusted for this test only.
+    const trust = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+    try {
+      const res = await owner.api.post('/webhooks', { url: `https://127.0.0.1:${(tls.address() as AddressInfo).port}/hook`, events: ['contact.created'] }, { token: owner.accessToken });
+      expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      await contact(owner, 'Over TLS');
+      const { delivery } = await run(res.body.data.webhook.id);
+      expect(delivery, delivery.lastError).to.include({ status: 'succeeded', responseStatus: 200 });
+      expect(bodies.map((b) => JSON.parse(b).data.contact.name)).to.deep.equal(['Over TLS']);
+    } finally {
+      if (trust === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+      else process.env.NODE_TLS_REJECT_UNAUTHORIZED = trust;
+      tls.closeAllConnections();
+      await new Promise((resolve) => tls.close(resolve));
+    }
   });
 
   it('keeps the first 1024 characters of the answer, without NUL', async () => {
