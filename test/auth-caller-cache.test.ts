@@ -339,6 +339,15 @@ describe('auth: remembered callers', () => {
     expectApiSuccess(await owner.api.get('/contacts', { token: owner.accessToken }), 200);
   });
 
+  it('the members of a deleted organization are refused on the next request', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent');
+    await warm(agent.api, agent.accessToken);
+    expectApiSuccess(await owner.api.delete(`/organizations/${owner.orgId}`, { token: owner.accessToken }), 200);
+    expectApiError(await agent.api.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
+  });
+
   it('a handshake is answered like REST: a logged-out session and a suspended agent are refused at the next handshake', async () => {
     const { server, baseUrl } = sharedServer();
     const owner = await signUp(server, baseUrl);

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import type { StatementFactory } from '../db/statements.js';
 import { MessageService, type Sender } from '../server/services/messages/index.js';
-import { WEBHOOK_FANOUT_QUEUE } from '../server/services/webhooks/queue.js';
+import { WEBHOOK_FANOUT_QUEUE, WEBHOOK_QUEUE } from '../server/services/webhooks/queue.js';
 import { fannedOut } from './helpers/webhookFanout.js';
 import { signUp, type SignedUp } from './helpers/factories.js';
 import { newVisitor, startConversation } from './helpers/live.js';
@@ -127,6 +127,44 @@ describe('webhook events recorded by a send', function () {
     expect(of(after)).to.deep.equal([]);
   });
 
+  it('wakes the delivery queue after a fan-out that wrote deliveries, and not after one that wrote none', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    const hook = await subscribe(owner, ['message.created']);
+    const visitor = await newVisitor(owner);
+    const { conversationId } = await startConversation(visitor, 'hello');
+    await fannedOut(app.server, owner.orgId);
+    const { jobs } = app.server;
+    /** The wakes of the delivery queue while this organization's waiting fan-out job runs. */
+    const wakesOfFanout = async (): Promise<number> => {
+      let woken = 0;
+      const wake = jobs.wake.bind(jobs);
+      jobs.wake = (queue: string, withinMs?: number) => {
+        if (queue === WEBHOOK_QUEUE) woken++;
+        wake(queue, withinMs);
+      };
+      try {
+        await jobs.drain(WEBHOOK_FANOUT_QUEUE);
+      } finally {
+        jobs.wake = wake;
+      }
+      return woken;
+    };
+    let woken = -1;
+    await queueStopped(async () => {
+      expect((await visitor.api.post(`/widget/conversations/${conversationId}/messages`, { content: 'written' }, { token: visitor.token })).status).to.equal(201);
+      woken = await wakesOfFanout();
+    });
+    expect(woken, 'a fan-out that wrote a delivery').to.equal(1);
+    await queueStopped(async () => {
+      expect((await visitor.api.post(`/widget/conversations/${conversationId}/messages`, { content: 'not written' }, { token: visitor.token })).status).to.equal(201);
+      // The hook is disabled before the fan-out runs: it writes no delivery.
+      expect((await owner.api.patch(`/webhooks/${hook}`, { enabled: false }, { token: owner.accessToken })).status).to.equal(200);
+      woken = await wakesOfFanout();
+    });
+    expect(woken, 'a fan-out that wrote none').to.equal(0);
+    expect(await fanoutJobs(owner.orgId).whereIn('status', ['pending', 'running'])).to.have.length(0);
+  });
+
   it('a fan-out job that runs again (a retry after a crash) writes each delivery and its job once, and is finished', async () => {
     const owner = await signUp(app.server, app.baseUrl);
     const hooks = [await subscribe(owner, ['message.created']), await subscribe(owner, ['*'])];
@@ -171,7 +209,7 @@ describe('webhook events recorded by a send', function () {
     const stored = await server.db.knex('messages').where({ conversation_id: conversationId }).first('id');
     const failed = await server.db.knex
       .transaction(async (trx) => {
-        await server.services.webhooks.record(trx, owner.orgId, 'message.created', {}, { messageId: stored.id });
+        await server.services.webhooks.recordMessage(trx, owner.orgId, stored.id);
         throw new Error('rolled back');
       })
       .then(() => null, (err: Error) => err.message);

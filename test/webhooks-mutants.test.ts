@@ -3,6 +3,9 @@
 // disabled meanwhile gets nothing but a test, the answer is kept cut and without NUL, the request's headers, and an
 // unreadable secret is not retried.
 import { createDecipheriv, createHash, createHmac, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { WEBHOOK_FANOUT_QUEUE } from '../server/services/webhooks/queue.js';
 import { isPrivateAddress } from '../server/services/webhooks/ssrf.js';
@@ -192,6 +195,23 @@ describe('webhooks: delivery rules', function () {
     expect(notes[0].data).to.deep.include({ webhookId: hook.id, url: receiver.url, reason: '50 deliveries failed in a row' });
   });
 
+  it('tells the admins once when deliveries sent together are all answered 410', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const t = { token: owner.accessToken };
+    const hook = await createHook(owner);
+    await contact(owner, 'Gone One');
+    await contact(owner, 'Gone Two');
+    receiver.plan({ status: 410 }, { status: 410 });
+    // Both claimed by one drain and sent while the hook is still enabled: both runs turn it off, one tells.
+    await server.server.jobs.drain(QUEUE);
+    expect(await receiver.waitFor(2, (r) => r.json?.organizationId === owner.orgId)).to.have.length(2);
+    const rows = await knex()('webhook_deliveries').where({ webhook_id: hook.id });
+    expect(rows.map((r: { status: string; responseStatus: number }) => `${r.status}:${r.responseStatus}`)).to.deep.equal(['failed:410', 'failed:410']);
+    expect((await owner.api.get(`/webhooks/${hook.id}`, t)).body.data).to.include({ enabled: false, disabledReason: 'The receiver answered 410 Gone' });
+    const notes = (await owner.api.get('/notifications', t)).body.data;
+    expect(notes.map((n: any) => n.type)).to.deep.equal(['webhook_disabled']);
+  });
+
   it('fails a delivery whose hook was disabled meanwhile without sending it; a test is still sent', async () => {
     const owner = await signUp(server.server, server.baseUrl);
     const t = { token: owner.accessToken };
@@ -221,6 +241,56 @@ describe('webhooks: delivery rules', function () {
     expect(new Set(got.map((r) => r.json.id)).size).to.equal(2);
   });
 
+  it('presents a message as it stands at each attempt: a retry does not resend the body of the first', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, ['message.created']);
+    const { conversationId } = await startConversation(await newVisitor(owner), 'words as first sent');
+    await fannedOut(server.server, owner.orgId);
+    receiver.plan({ status: 500 });
+    let { delivery } = await run(hook.id);
+    expect(delivery).to.include({ status: 'pending', attempts: 1, responseStatus: 500 });
+    // The row changed since (as a correction or a redaction made in the database would change it).
+    await knex()('messages').where({ conversation_id: conversationId }).update({ content: 'words as they stand now' });
+    ({ delivery } = await run(hook.id));
+    expect(delivery).to.include({ status: 'succeeded', attempts: 2 });
+    const sent = receiver.received.filter((r) => r.json?.organizationId === owner.orgId);
+    expect(sent.map((r) => r.json.data.message.content)).to.deep.equal(['words as first sent', 'words as they stand now']);
+    expect(sent[1]!.json.id).to.equal(sent[0]!.json.id);
+  });
+
+  it('sends to an https receiver over TLS', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const bodies: string[] = [];
+    const tls = createHttpsServer(
+      { key: readFileSync(new URL('./fixtures/webhook-receiver-key.pem', import.meta.url)), cert: readFileSync(new URL('./fixtures/webhook-receiver-cert.pem', import.meta.url)) },
+      (req, res) => {
+        let body = '';
+        req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+        req.on('end', () => {
+          bodies.push(body);
+          res.end('ok');
+        });
+      },
+    );
+    await new Promise<void>((resolve) => tls.listen(0, '127.0.0.1', () => resolve()));
+    // The receiver's certificate is its own (self-signed): trusted for this test only.
+    const trust = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+    try {
+      const res = await owner.api.post('/webhooks', { url: `https://127.0.0.1:${(tls.address() as AddressInfo).port}/hook`, events: ['contact.created'] }, { token: owner.accessToken });
+      expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      await contact(owner, 'Over TLS');
+      const { delivery } = await run(res.body.data.webhook.id);
+      expect(delivery, delivery.lastError).to.include({ status: 'succeeded', responseStatus: 200 });
+      expect(bodies.map((b) => JSON.parse(b).data.contact.name)).to.deep.equal(['Over TLS']);
+    } finally {
+      if (trust === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+      else process.env.NODE_TLS_REJECT_UNAUTHORIZED = trust;
+      tls.closeAllConnections();
+      await new Promise((resolve) => tls.close(resolve));
+    }
+  });
+
   it('keeps the first 1024 characters of the answer, without NUL', async () => {
     const owner = await signUp(server.server, server.baseUrl);
     const hook = await createHook(owner);
@@ -239,6 +309,7 @@ describe('webhooks: delivery rules', function () {
     await contact(owner, 'Zoë Ærøskøbing');
     await server.server.jobs.drain(QUEUE);
     const [r] = await receiver.waitFor(1);
+    expect(r!.method).to.equal('POST');
     expect(r!.headers).to.include({ 'content-type': 'application/json', 'user-agent': 'SupportPlatform-Webhooks/1' });
     expect(Number(r!.headers['content-length'])).to.equal(Buffer.byteLength(r!.body));
     expect(r!.headers['x-webhook-id']).to.equal(r!.json.id);
@@ -464,6 +535,54 @@ describe('webhooks: subscriptions, secrets and the delivery log', function () {
     await new Promise((r) => setTimeout(r, 2100));
     await contact(owner);
     expect(await deliveriesOf((row as { id: string }).id)).to.have.length(1);
+  });
+
+  it('reads an organization\'s subscriptions once for 2 seconds, and again after', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, ['contact.created']);
+    let reads = 0;
+    const count = (q: { sql: string; bindings?: unknown[] }) => {
+      if (/from "webhooks"/.test(q.sql) && /"enabled"/.test(q.sql) && q.bindings?.includes(owner.orgId)) reads++;
+    };
+    // The clock stands still, then moves to the view's last millisecond and one past it.
+    const realNow = Date.now;
+    const t0 = realNow();
+    knex().on('query', count);
+    try {
+      Date.now = () => t0;
+      await contact(owner);
+      await contact(owner);
+      expect(reads).to.equal(1);
+      Date.now = () => t0 + 2000;
+      await contact(owner);
+      expect(reads).to.equal(1);
+      Date.now = () => t0 + 2001;
+      await contact(owner);
+      await contact(owner);
+      expect(reads).to.equal(2);
+    } finally {
+      Date.now = realNow;
+      knex().off('query', count);
+    }
+    expect(await deliveriesOf(hook.id)).to.have.length(5);
+  });
+
+  it('reads the subscriptions again after a read that failed, rather than failing the organization\'s changes for 2 seconds', async () => {
+    const owner = await signUp(server.server, server.baseUrl);
+    const hook = await createHook(owner, ['contact.created']);
+    // The table is out of reach for one request (a fault of the database); the change it was part of fails.
+    await knex().raw('alter table webhooks rename to webhooks_out_of_reach');
+    let failed;
+    try {
+      failed = await owner.api.post('/contacts', { name: 'During', email: uniqueEmail('hookfault') }, { token: owner.accessToken });
+    } finally {
+      await knex().raw('alter table webhooks_out_of_reach rename to webhooks');
+    }
+    expect(failed.status).to.equal(500);
+    // At once, well within the 2 seconds a successful read is kept: read again, recorded.
+    await contact(owner, 'After');
+    const rows = await deliveriesOf(hook.id);
+    expect(rows.map((r: { payload: { contact: { name: string } } }) => r.payload.contact.name)).to.deep.equal(['After']);
   });
 
   it('creates a hook disabled when asked, and refuses the 21st with its reason', async () => {

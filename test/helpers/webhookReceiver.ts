@@ -4,6 +4,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
+  method: string;
   /** Path and query the delivery was posted to. */
   url: string;
   headers: IncomingHttpHeaders;
@@ -61,7 +62,7 @@ export async function startReceiver(): Promise<WebhookReceiver> {
       const answer = answers.shift() ?? { status: 200 };
       const respond = () => {
         open--;
-        received.push({ url: req.url ?? '', headers: req.headers, body, json });
+        received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, json });
         if (!res.destroyed) res.writeHead(answer.status, answer.headers).end(answer.body ?? 'ok');
       };
       const answerNow = () => (answer.hold ? void answer.hold.then(respond, respond) : respond());

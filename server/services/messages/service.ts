@@ -139,7 +139,7 @@ export class MessageService {
     // Only channel conversations pay for this check's outcome; widget chats skip it on the channel's name.
     if (conversation.channel !== 'widget' && this.channelOutbox && !message.private && (sender.type === 'agent' || sender.type === 'ai')) await this.channelOutbox.record(trx, updated, message);
     if (this.webhookOutbox) {
-      if (!message.private) await this.webhookOutbox.record(trx, conversation.organizationId, 'message.created', {}, { messageId: message.id });
+      if (!message.private) await this.webhookOutbox.recordMessage(trx, conversation.organizationId, message.id);
       if (appended.reopened) await this.webhookOutbox.record(trx, conversation.organizationId, 'conversation.updated', { conversation: presentConversation(updated), changes: ['status'] });
     }
     return appended;

@@ -12,7 +12,6 @@ import type { Knex } from 'knex';
 import type { Models } from '../../../db/index.js';
 import { rowFromJson } from '../../../db/statements.js';
 import type { Webhook } from '../../../db/models/Webhook.js';
-import type { WebhookDelivery } from '../../../db/models/WebhookDelivery.js';
 import type { Message } from '../../../db/models/Message.js';
 import { FinishedBy, finishJobsSql, GiveUp, RetryLater, type Job, type JobQueue } from '../../jobs/index.js';
 import { tickBatch } from '../../jobs/tickBatch.js';
@@ -155,12 +154,12 @@ export class WebhookDeliverer {
     const hook = delivery.hook;
     if (!hook) return;
     if (!hook.enabled && delivery.eventType !== TEST_EVENT) {
-      await this.settle(delivery, { status: 'failed', lastError: 'The webhook is disabled' });
+      await this.failUnsent(delivery, 'The webhook is disabled');
       return;
     }
     const body = this.bodyOf(delivery);
     if (body === null) {
-      await this.settle(delivery, { status: 'failed', lastError: 'The message no longer exists' });
+      await this.failUnsent(delivery, 'The message no longer exists');
       return;
     }
     const last = job.attempt > RETRY_DELAYS_SECONDS.length;
@@ -293,9 +292,10 @@ export class WebhookDeliverer {
     });
   }
 
-  private async settle(delivery: ClaimedDelivery, patch: Partial<WebhookDelivery>): Promise<void> {
-    await this.deps.models.WebhookDelivery.forOrg(delivery.organizationId).patch({ ...patch, attempts: delivery.attempts + 1 }).where('id', delivery.id);
-    if (patch.status === 'failed') this.deps.onResult?.('failed');
+  /** Fails a delivery for good without sending it (its hook disabled, its message gone): no failure of the hook's. */
+  private async failUnsent(delivery: ClaimedDelivery, lastError: string): Promise<void> {
+    await this.deps.models.WebhookDelivery.forOrg(delivery.organizationId).patch({ status: 'failed', lastError, attempts: delivery.attempts + 1 }).where('id', delivery.id);
+    this.deps.onResult?.('failed');
   }
 
   /** Records a failed attempt, counts it against the hook, and disables the hook on 410 or too many failures. */

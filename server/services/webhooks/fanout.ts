@@ -56,9 +56,10 @@ export function defineMessageFanout(jobs: JobQueue, knex: Knex): void {
     // Like the deliveries it writes, it may wait out a burst of chat.
     background: true,
     handle: async (job: Job<FanoutPayload>) => {
-      const ids = Array.isArray(job.payload.messageIds) ? job.payload.messageIds : [];
-      const result = await knex.raw(FANOUT_SQL, [JSON.stringify(ids), job.organizationId, job.organizationId, JSON.stringify(patternsFor(MESSAGE_CREATED)), job.id, job.attempt]);
-      const written = ((result.rows ?? result) as { written: number }[])[0]?.written ?? 0;
+      // (Both writers of the job, the outbox and the batch statement, give it the array of ids.)
+      const result = await knex.raw(FANOUT_SQL, [JSON.stringify(job.payload.messageIds), job.organizationId, job.organizationId, JSON.stringify(patternsFor(MESSAGE_CREATED)), job.id, job.attempt]);
+      // (The statement ends in a count: one row.)
+      const [{ written }] = (result.rows ?? result) as [{ written: number }];
       // Committed with their jobs: claimed now rather than at the next poll.
       if (written > 0) jobs.wake(WEBHOOK_QUEUE);
       return JOB_FINISHED;

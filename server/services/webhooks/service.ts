@@ -7,7 +7,7 @@ import type { Webhook } from '../../../db/models/Webhook.js';
 import type { WebhookDelivery, WebhookDeliveryStatus } from '../../../db/models/WebhookDelivery.js';
 import { Conflict, NotFound, ValidationFailed } from '../../errors.js';
 import type { JobQueue } from '../../jobs/index.js';
-import { patternsFor, subscribes, TEST_EVENT } from './catalog.js';
+import { subscribes, TEST_EVENT } from './catalog.js';
 import { generateWebhookSecret, type SecretBox } from './signing.js';
 import { resolveTarget, UnsafeTarget, type TargetPolicy } from './ssrf.js';
 import type { EventData } from './outbox.js';
@@ -65,18 +65,10 @@ export class WebhookService {
     this.cache.delete(orgId);
   }
 
-  /**
-   * Records an event for every enabled subscription of the organization that wants it, inside the caller's
-   * transaction. `messageId`: a message.created event, presented from the message at send time.
-   */
-  async record(trx: Knex.Transaction, orgId: string, type: string, eventData: EventData, opts: { messageId?: string } = {}): Promise<void> {
+  /** Records an event for every enabled subscription of the organization that wants it, inside the caller's transaction. */
+  async record(trx: Knex.Transaction, orgId: string, type: string, eventData: EventData): Promise<void> {
     const hooks = (await this.subscriptions(orgId, trx)).filter((h) => subscribes(h.events, type));
     if (hooks.length === 0) return;
-    // A message's deliveries are written by the fan-out job, from the subscriptions there then (see fanout.ts).
-    if (type === 'message.created' && opts.messageId) {
-      await this.deps.jobs.enqueue(WEBHOOK_FANOUT_QUEUE, { messageIds: [opts.messageId] }, { trx, organizationId: orgId });
-      return;
-    }
     const data = typeof eventData === 'function' ? await eventData() : eventData;
     // One id for the event, whichever subscriptions want it (a message's is derived by the fan-out).
     const eventId = randomUUID();
@@ -86,6 +78,15 @@ export class WebhookService {
     await this.deps.jobs.enqueueMany(WEBHOOK_QUEUE, rows.map((row) => ({ deliveryId: row.id })), { trx, organizationId: orgId });
   }
 
+  /**
+   * A public message's message.created, inside the caller's transaction: one fan-out job, which writes the
+   * deliveries from the subscriptions there then (see fanout.ts), presenting the message at send time.
+   */
+  async recordMessage(trx: Knex.Transaction, orgId: string, messageId: string): Promise<void> {
+    if (!(await this.wants(orgId, 'message.created', trx))) return;
+    await this.deps.jobs.enqueue(WEBHOOK_FANOUT_QUEUE, { messageIds: [messageId] }, { trx, organizationId: orgId });
+  }
+
   /** The batched message path committed fan-out jobs: claimed within a few ms, one claim for a burst of batches. */
   written(): void {
     this.deps.jobs.wake(WEBHOOK_FANOUT_QUEUE, FANOUT_WAKE_WITHIN_MS);
@@ -93,12 +94,15 @@ export class WebhookService {
 
   /** For the batched message path: which of these organizations want `type` (message.created, conversation.updated). */
   async wantedBy(orgIds: string[], type: string): Promise<Set<string>> {
-    const patterns = patternsFor(type);
     const wanting = new Set<string>();
     for (const orgId of new Set(orgIds)) {
-      if ((await this.subscriptions(orgId, this.deps.knex)).some((h) => patterns.some((p) => h.events.includes(p)))) wanting.add(orgId);
+      if (await this.wants(orgId, type, this.deps.knex)) wanting.add(orgId);
     }
     return wanting;
+  }
+
+  private async wants(orgId: string, type: string, db: Knex | Knex.Transaction): Promise<boolean> {
+    return (await this.subscriptions(orgId, db)).some((h) => subscribes(h.events, type));
   }
 
   // ---- subscriptions ----------------------------------------------------------------------------------------
