@@ -211,6 +211,9 @@ describe('knowledge sources, rule by rule', function () {
     expect((await owner.api.get(`/knowledge/${lie.body.data.documentId}/view-url`, tok())).body.data).to.deep.equal({ url: null, expiresAt: null });
     const refused = await owner.api.post(`/knowledge/${lie.body.data.documentId}/confirm`, {}, tok());
     expect([refused.status, refused.body.message]).to.deep.equal([400, 'Only file sources are confirmed']);
+    // Reindexed, it fails again at once: it has no file.
+    expect((await owner.api.post(`/knowledge/${lie.body.data.documentId}/reindex`, {}, tok())).status).to.equal(202);
+    expect(await indexed(sharedServer().server, owner, lie.body.data.documentId)).to.include({ status: 'failed', errorMessage: 'The file of this source is missing', chunkCount: 0 });
   });
 
   it('deletes a text source with its chunks', async () => {
@@ -328,6 +331,29 @@ describe('knowledge sources, rule by rule', function () {
       expect((await org.api.post(`/knowledge/${req.documentId}/confirm`, {}, { token: org.accessToken })).status).to.equal(200);
       expect(await indexed(server, org, req.documentId)).to.include({ status: 'failed', errorMessage: 'The document has no text to index', chunkCount: 0 });
       expect(await ofSource(req.documentId, 'failed')).to.deep.equal([['indexing', 0, 0], ['failed', 0, 0]]);
+    } finally {
+      socket.close();
+    }
+  });
+
+  it('writes a source of more than 200 chunks once, 200 at a time, telling agents after each batch', async () => {
+    const { server, baseUrl } = sharedServer();
+    const org = await signUp(server, baseUrl);
+    const socket = await connectOk(baseUrl, org.orgId, org.accessToken);
+    try {
+      const progress = collect(socket, 'knowledge_indexing_progress');
+      // 280,000 words: exactly 400 chunks of 800 words (a step of 700), two full batches.
+      const words = Array.from({ length: 280_000 }, (_, i) => 'abcdefghij'[i % 10]!).join(' ');
+      expect(chunkText(words)).to.have.length(400);
+      const big = await createIndexed({ title: 'Four hundred chunks', source: 'text', content: words }, org);
+      expect((await org.api.get(`/knowledge/${big.id}`, { token: org.accessToken })).body.data).to.include({ status: 'indexed', chunkCount: 400 });
+      const info = await org.api.get(`/knowledge/ai/${big.id}/sync-info?organizationId=${org.orgId}`, ai);
+      expect(info.status).to.equal(200);
+      expect(info.body.data.chunks.map((c: { position: number }) => c.position)).to.deep.equal(Array.from({ length: 400 }, (_, i) => i));
+      for (let i = 0; i < 100 && !progress.some((p) => p.documentId === big.id && p.status === 'indexed'); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(progress.filter((p) => p.documentId === big.id).map((p) => [p.status, p.chunksDone, p.chunksTotal])).to.deep.equal([
+        ['indexing', 0, 0], ['indexing', 200, 400], ['indexing', 400, 400], ['indexed', 400, 400],
+      ]);
     } finally {
       socket.close();
     }
