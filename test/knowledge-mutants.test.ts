@@ -700,5 +700,7 @@ describe('knowledge chunks', () => {
   it('keeps no NUL (PostgreSQL text cannot hold it), and gives nothing for a text of blanks', () => {
     expect(chunkText('Tide\u0000tables at\u0000 noon')[0]!.content).to.equal('Tidetables at noon');
     expect(chunkText(' \n\t\r\n \u0000 ')).to.deep.equal([]);
+    // Words however spaced (lines, CRLF, tabs, blank lines) are joined by one space.
+    expect(chunkText('Tide  tables\r\n\r\n\r\nat\tnoon\f\v\n')).to.deep.equal([{ position: 0, content: 'Tide tables at noon', tokenCount: 4 }]);
   });
 });
