@@ -90,6 +90,10 @@ describe('knowledge URL fetcher', function () {
           case '/missing': return void res.writeHead(404).end('missing');
           case '/broken': return void res.writeHead(500).end();
           case '/ok-empty': return void res.writeHead(204).end();
+          case '/created': return void res.writeHead(201, { 'content-type': 'text/plain', location: '/page' }).end('created here');
+          case '/choices': return void res.writeHead(300, { location: '/page' }).end();
+          case '/choices-bare': return void res.writeHead(300).end();
+          case '/bad-with-location': return void res.writeHead(400, { location: '/page' }).end();
           case '/size': return void res.writeHead(200, { 'content-type': 'text/plain' }).end(Buffer.alloc(Number(url.searchParams.get('n')), 'a'));
           default: return void res.writeHead(404).end();
         }
@@ -134,6 +138,24 @@ describe('knowledge URL fetcher', function () {
       }
       const empty = await fetchPage(`${base}/ok-empty`, { allowPrivate: true });
       expect(empty.body.length).to.equal(0);
+      // Only a 3xx is a redirect: a page created elsewhere is read, a refusal naming another page fails.
+      expect((await fetchPage(`${base}/created`, { allowPrivate: true })).body.toString()).to.equal('created here');
+      expect((await fetchPage(`${base}/choices`, { allowPrivate: true })).body.toString()).to.equal('<p>Hello</p>');
+      for (const [path, status] of [['choices-bare', 300], ['bad-with-location', 400]] as const) {
+        expect((await refusal(fetchPage(`${base}/${path}`, { allowPrivate: true }))).message, path).to.equal(`the page answered ${status}`);
+      }
+    });
+
+    it('fails a page it cannot reach, and speaks TLS to an https address', async () => {
+      const closed = createServer();
+      await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+      const port = (closed.address() as AddressInfo).port;
+      await new Promise<void>((r) => closed.close(() => r()));
+      expect((await refusal(fetchPage(`http://127.0.0.1:${port}/`, { allowPrivate: true }))).message).to.contain('ECONNREFUSED');
+      // The site speaks plain HTTP: a TLS handshake with it fails (an https URL is not fetched over plain HTTP).
+      const tls = await refusal(fetchPage(`${base.replace('http:', 'https:')}/page`, { allowPrivate: true }));
+      expect((tls as NodeJS.ErrnoException).code).to.not.equal('ERR_INVALID_PROTOCOL');
+      expect(tls.message).to.match(/SSL|TLS|EPROTO|wrong version/i);
     });
 
     it('reads at most the size allowed: 5 MiB unless told otherwise', async () => {
@@ -152,7 +174,7 @@ describe('knowledge URL fetcher', function () {
       <a href="/a">A</a> <A HREF='b?x=1'>B</A> <a class="x" href = "https://docs.example.com/c#part">C</a>
       <a href="/a#again">A again</a> <a href="http://docs.example.com:8080/d">other port</a> <a href="https://other.example.com/e">other host</a>
       <a href="mailto:help@docs.example.com">mail</a> <a href="javascript:void(0)">js</a> <a href="#top">top</a> <a href="http://[oops/">bad</a>
-      <a name="anchor">no href</a> <link href="/style.css">`;
+      <a href="ftp://docs.example.com/file">ftp</a> <a name="anchor">no href</a> <link href="/style.css">`;
     expect(sameHostLinks(page, new URL('https://docs.example.com/guide/index.html'))).to.deep.equal([
       'https://docs.example.com/a', 'https://docs.example.com/guide/b?x=1', 'https://docs.example.com/c',
     ]);

@@ -13,7 +13,6 @@ export const CHUNK_OVERLAP = 100;
 export function chunkText(text: string, size = CHUNK_TOKENS, overlap = CHUNK_OVERLAP): Chunk[] {
   // Words, however they were spaced, joined by one space in a chunk; NUL removed (PostgreSQL text cannot hold it).
   const words = text.replace(/\u0000/g, '').split(/\s+/).filter(Boolean);
-  if (words.length === 0) return [];
   const step = Math.max(1, size - overlap);
   const chunks: Chunk[] = [];
   for (let start = 0; start < words.length; start += step) {
