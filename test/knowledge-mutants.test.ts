@@ -10,6 +10,7 @@ import { indexed } from './helpers/knowledge.js';
 import { startTestServer, TEST_AI_SECRET, type TestServer } from './helpers/server.js';
 import { reachable } from './helpers/storage.js';
 import { collect, connectOk } from './helpers/sockets.js';
+import { newVisitor, startConversation } from './helpers/live.js';
 import { JobQueue } from '../server/jobs/index.js';
 import { KnowledgeIndexer } from '../server/services/knowledge/index.js';
 import { chunkText } from '../server/services/knowledge/chunking.js';
@@ -211,6 +212,9 @@ describe('knowledge sources, rule by rule', function () {
     expect((await owner.api.get(`/knowledge/${lie.body.data.documentId}/view-url`, tok())).body.data).to.deep.equal({ url: null, expiresAt: null });
     const refused = await owner.api.post(`/knowledge/${lie.body.data.documentId}/confirm`, {}, tok());
     expect([refused.status, refused.body.message]).to.deep.equal([400, 'Only file sources are confirmed']);
+    // Reindexed, it fails again at once: it has no file.
+    expect((await owner.api.post(`/knowledge/${lie.body.data.documentId}/reindex`, {}, tok())).status).to.equal(202);
+    expect(await indexed(sharedServer().server, owner, lie.body.data.documentId)).to.include({ status: 'failed', errorMessage: 'The file of this source is missing', chunkCount: 0 });
   });
 
   it('deletes a text source with its chunks', async () => {
@@ -328,6 +332,29 @@ describe('knowledge sources, rule by rule', function () {
       expect((await org.api.post(`/knowledge/${req.documentId}/confirm`, {}, { token: org.accessToken })).status).to.equal(200);
       expect(await indexed(server, org, req.documentId)).to.include({ status: 'failed', errorMessage: 'The document has no text to index', chunkCount: 0 });
       expect(await ofSource(req.documentId, 'failed')).to.deep.equal([['indexing', 0, 0], ['failed', 0, 0]]);
+    } finally {
+      socket.close();
+    }
+  });
+
+  it('writes a source of more than 200 chunks once, 200 at a time, telling agents after each batch', async () => {
+    const { server, baseUrl } = sharedServer();
+    const org = await signUp(server, baseUrl);
+    const socket = await connectOk(baseUrl, org.orgId, org.accessToken);
+    try {
+      const progress = collect(socket, 'knowledge_indexing_progress');
+      // 280,000 words: exactly 400 chunks of 800 words (a step of 700), two full batches.
+      const words = Array.from({ length: 280_000 }, (_, i) => 'abcdefghij'[i % 10]!).join(' ');
+      expect(chunkText(words)).to.have.length(400);
+      const big = await createIndexed({ title: 'Four hundred chunks', source: 'text', content: words }, org);
+      expect((await org.api.get(`/knowledge/${big.id}`, { token: org.accessToken })).body.data).to.include({ status: 'indexed', chunkCount: 400 });
+      const info = await org.api.get(`/knowledge/ai/${big.id}/sync-info?organizationId=${org.orgId}`, ai);
+      expect(info.status).to.equal(200);
+      expect(info.body.data.chunks.map((c: { position: number }) => c.position)).to.deep.equal(Array.from({ length: 400 }, (_, i) => i));
+      for (let i = 0; i < 100 && !progress.some((p) => p.documentId === big.id && p.status === 'indexed'); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(progress.filter((p) => p.documentId === big.id).map((p) => [p.status, p.chunksDone, p.chunksTotal])).to.deep.equal([
+        ['indexing', 0, 0], ['indexing', 200, 400], ['indexing', 400, 400], ['indexed', 400, 400],
+      ]);
     } finally {
       socket.close();
     }
@@ -595,6 +622,67 @@ describe('knowledge URL sources', function () {
   });
 });
 
+describe('knowledge search and assist at the edges', function () {
+  this.timeout(60_000);
+  let org: SignedUp;
+  const docs: Record<string, string> = {};
+  const chunks: Record<string, string> = {};
+
+  before(async () => {
+    const { server, baseUrl } = sharedServer();
+    org = await signUp(server, baseUrl);
+    const sources: [string, string, number[]][] = [
+      ['Parking', 'Parking is free here on Sundays.', [0, 1, 0]],
+      ['Street', 'Die Hauptstraße ist am Montag gesperrt.', [1, 0, 0]],
+      ['Lighthouse', 'The lighthouse opens at noon.', [0, 0, 1]],
+    ];
+    for (const [title, content, embedding] of sources) {
+      const created = await org.api.post('/knowledge', { title, source: 'text', content }, { token: org.accessToken });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      expect((await indexed(server, org, created.body.data.id)).status).to.equal('indexed');
+      docs[title] = created.body.data.id;
+      const info = await org.api.get(`/knowledge/ai/${docs[title]}/sync-info?organizationId=${org.orgId}`, ai);
+      chunks[title] = info.body.data.chunks[0].chunkId;
+      const put = await org.api.put(`/knowledge/ai/${docs[title]}/embeddings`, { organizationId: org.orgId, model: 'm', items: [{ chunkId: chunks[title], embedding }] }, ai);
+      expect(put.status, JSON.stringify(put.body)).to.equal(200);
+    }
+    const template = await org.api.post('/templates', { title: 'Sunday parking', content: 'You can park here for free on Sundays.', shortcut: `park-${Date.now()}` }, { token: org.accessToken });
+    expect(template.status, JSON.stringify(template.body)).to.equal(201);
+  });
+
+  const aiSearch = async (body: Record<string, unknown>) => {
+    const res = await org.api.post('/knowledge/ai/search', { organizationId: org.orgId, ...body }, ai);
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return (res.body.data as { title: string }[]).map((h) => h.title);
+  };
+  const assist = async (message: string) => {
+    const { conversationId } = await startConversation(await newVisitor(org), message);
+    const res = await org.api.post(`/conversations/${conversationId}/assist`, {}, { token: org.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return { passages: (res.body.data.passages as { title: string }[]).map((p) => p.title), templates: (res.body.data.templates as { title: string }[]).map((t) => t.title) };
+  };
+
+  it('finds nothing for a query of blanks, and ranks by embedding alone when the words are blanks', async () => {
+    const blank = await org.api.get(`/knowledge/search?q=${encodeURIComponent('   ')}`, { token: org.accessToken });
+    expect([blank.status, blank.body.data]).to.deep.equal([200, []]);
+    expect(await aiSearch({ q: '   ' })).to.deep.equal([]);
+    expect(await aiSearch({ q: '   ', embedding: [0, 1, 0], limit: 1 })).to.deep.equal(['Parking']);
+    expect(await aiSearch({ q: '   ', embedding: [0.1, 1, 0.2] })).to.deep.equal(['Parking', 'Lighthouse', 'Street']);
+    // Words no chunk holds and an embedding of a length no chunk has: nothing.
+    expect(await aiSearch({ q: 'zzqxv', embedding: [1, 2, 3, 4, 5] })).to.deep.equal([]);
+  });
+
+  it('assists from what the visitor wrote: nothing for words too short to search, words as written in any case, at most 40 words', async () => {
+    expect(await assist('ok ?')).to.deep.equal({ passages: [], templates: [] });
+    expect(await assist('PARKING HERE?')).to.deep.equal({ passages: ['Parking'], templates: ['Sunday parking'] });
+    expect((await assist('Hauptstraße?')).passages).to.deep.equal(['Street']);
+    // The first 40 different words are searched: the lighthouse is found as the 40th word, not as the 41st.
+    const fillers = (n: number) => Array.from({ length: n }, (_, i) => `filler${i}`).join(' ');
+    expect((await assist(`${fillers(39)} filler0 lighthouse`)).passages).to.deep.equal(['Lighthouse']);
+    expect((await assist(`${fillers(40)} lighthouse`)).passages).to.deep.equal([]);
+  });
+});
+
 describe('knowledge chunks', () => {
   const words = (n: number, from = 0) => Array.from({ length: n }, (_, i) => `w${from + i}`);
 
@@ -612,5 +700,7 @@ describe('knowledge chunks', () => {
   it('keeps no NUL (PostgreSQL text cannot hold it), and gives nothing for a text of blanks', () => {
     expect(chunkText('Tide\u0000tables at\u0000 noon')[0]!.content).to.equal('Tidetables at noon');
     expect(chunkText(' \n\t\r\n \u0000 ')).to.deep.equal([]);
+    // Words however spaced (lines, CRLF, tabs, blank lines) are joined by one space.
+    expect(chunkText('Tide  tables\r\n\r\n\r\nat\tnoon\f\v\n')).to.deep.equal([{ position: 0, content: 'Tide tables at noon', tokenCount: 4 }]);
   });
 });

@@ -3,6 +3,7 @@
 // carry them for every request after its first PDF.
 import { spawnSync } from 'node:child_process';
 import { expect } from 'chai';
+import { crc32 } from 'node:zlib';
 import { extractText } from '../server/services/knowledge/parsers.js';
 
 /** A one-page PDF showing `text` in Helvetica, with a correct cross-reference table. */
@@ -54,5 +55,81 @@ describe('knowledge file parsers', function () {
     expect(result.texts).to.have.length(3);
     for (const text of result.texts) expect(text).to.contain('Opening hours');
     expect(result.replaced).to.deep.equal([]);
+  });
+});
+
+describe('knowledge file parsers, by media type', function () {
+  this.timeout(60_000);
+
+  /** A zip archive of stored (uncompressed) entries: what a .docx is. */
+  function zipOf(files: Record<string, string>): Buffer {
+    const locals: Buffer[] = [];
+    const centrals: Buffer[] = [];
+    let offset = 0;
+    for (const [name, text] of Object.entries(files)) {
+      const data = Buffer.from(text);
+      const path = Buffer.from(name);
+      const fields = (head: Buffer, at: number) => {
+        head.writeUInt32LE(crc32(data), at);
+        head.writeUInt32LE(data.length, at + 4);
+        head.writeUInt32LE(data.length, at + 8);
+        head.writeUInt16LE(path.length, at + 12);
+      };
+      const local = Buffer.alloc(30);
+      local.writeUInt32LE(0x04034b50, 0);
+      local.writeUInt16LE(20, 4);
+      fields(local, 14);
+      const central = Buffer.alloc(46);
+      central.writeUInt32LE(0x02014b50, 0);
+      central.writeUInt16LE(20, 4);
+      central.writeUInt16LE(20, 6);
+      fields(central, 16);
+      central.writeUInt32LE(offset, 42);
+      locals.push(local, path, data);
+      centrals.push(central, path);
+      offset += local.length + path.length + data.length;
+    }
+    const directory = Buffer.concat(centrals);
+    const end = Buffer.alloc(22);
+    end.writeUInt32LE(0x06054b50, 0);
+    end.writeUInt16LE(Object.keys(files).length, 8);
+    end.writeUInt16LE(Object.keys(files).length, 10);
+    end.writeUInt32LE(directory.length, 12);
+    end.writeUInt32LE(offset, 16);
+    return Buffer.concat([...locals, directory, end]);
+  }
+
+  /** A minimal Word document (the three parts mammoth reads) with one paragraph per line. */
+  const docxOf = (lines: string[]) => zipOf({
+    '[Content_Types].xml': '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+    '_rels/.rels': '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>',
+    'word/document.xml': `<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${lines.map((l) => `<w:p><w:r><w:t>${l}</w:t></w:r></w:p>`).join('')}</w:body></w:document>`,
+  });
+
+  it('reads text and Markdown as written, whatever the case and parameters of the type', async () => {
+    const md = '# Returns\n\n*Keep* the receipt: <b>always</b>.';
+    expect(await extractText(Buffer.from(md), 'text/markdown')).to.equal(md);
+    expect(await extractText(Buffer.from(md), 'Text/Markdown ; charset=utf-8')).to.equal(md);
+    expect(await extractText(Buffer.from('Plain <b>words</b>'), ' TEXT/PLAIN;charset=utf-8')).to.equal('Plain <b>words</b>');
+  });
+
+  it('reads HTML as its visible text: no link or image addresses, no navigation, scripts or styles', async () => {
+    const html = '<html><head><style>p { color: red }</style><script>var secret = 1</script></head><body><nav><a href="/menu">Menu</a></nav>'
+      + '<h1>Opening hours</h1><p>We open at <a href="https://example.com/hours">nine</a>.</p><img src="banner.png" alt="Banner"><p>' + 'long '.repeat(40) + 'line</p></body></html>';
+    const expected = `OPENING HOURS\n\nWe open at nine.\n\n${'long '.repeat(40)}line`;
+    expect(await extractText(Buffer.from(html), 'text/html')).to.equal(expected);
+    expect(await extractText(Buffer.from(html), 'Text/HTML; charset=utf-8')).to.equal(expected);
+  });
+
+  it('reads the paragraphs of a Word document', async () => {
+    const text = await extractText(docxOf(['Refunds take five days.', 'Keep the receipt.']), 'application/vnd.openxmlformats-officedocument.wordprocessingml.document');
+    expect(text.trim().split(/\n+/)).to.deep.equal(['Refunds take five days.', 'Keep the receipt.']);
+  });
+
+  it('refuses a type it cannot read, naming it', async () => {
+    for (const [type, named] of [['image/png', 'image/png'], ['Application/Zip; x=1', 'application/zip'], ['application/msword', 'application/msword']]) {
+      const err = await extractText(Buffer.from('x'), type!).then(() => null, (e: Error) => e);
+      expect(err?.message, type).to.equal(`${named} documents cannot be indexed`);
+    }
   });
 });

@@ -10,21 +10,9 @@ export interface Chunk {
 export const CHUNK_TOKENS = 800;
 export const CHUNK_OVERLAP = 100;
 
-/** Whitespace normalized per line, runs of blank lines collapsed; NUL removed (PostgreSQL text cannot hold it). */
-export function normalizeText(text: string): string {
-  return text
-    .replace(/\u0000/g, '')
-    .replace(/\r\n?/g, '\n')
-    .split('\n')
-    .map((line) => line.replace(/[ \t\f\v]+/g, ' ').trim())
-    .join('\n')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
-}
-
 export function chunkText(text: string, size = CHUNK_TOKENS, overlap = CHUNK_OVERLAP): Chunk[] {
-  const words = normalizeText(text).split(/\s+/).filter(Boolean);
-  if (words.length === 0) return [];
+  // Words, however they were spaced, joined by one space in a chunk; NUL removed (PostgreSQL text cannot hold it).
+  const words = text.replace(/\u0000/g, '').split(/\s+/).filter(Boolean);
   const step = Math.max(1, size - overlap);
   const chunks: Chunk[] = [];
   for (let start = 0; start < words.length; start += step) {

@@ -143,29 +143,26 @@ export class KnowledgeIndexer {
 
   /** The start page, then (crawl mode) same-host links breadth first, to the depth and page limits. */
   private async crawl(source: KnowledgeSource): Promise<string> {
-    const start = new URL(source.url!);
+    const start = new URL(source.url!).toString();
     const depthLimit = source.fetchMode === 'crawl' ? Math.min(source.crawlDepth ?? 1, 5) : 0;
     const pageLimit = Math.min(source.maxPages ?? MAX_PAGES, MAX_PAGES);
-    const seen = new Set([start.toString()]);
-    let frontier = [start.toString()];
+    // Breadth first: pages are fetched in the order their links were found, each once.
+    const seen = new Set([start]);
+    const queue = [{ url: start, depth: 0 }];
     const texts: string[] = [];
-    for (let depth = 0; depth <= depthLimit && frontier.length > 0 && texts.length < pageLimit; depth++) {
-      const next: string[] = [];
-      for (const url of frontier) {
-        if (texts.length >= pageLimit) break;
-        try {
-          const page = await fetchPage(url, { allowPrivate: this.deps.allowPrivate });
-          const type = page.contentType.split(';')[0]!.trim().toLowerCase();
-          const body = type === 'text/html' || type === 'application/xhtml+xml' ? page.body.toString('utf8') : null;
-          texts.push(body !== null ? htmlToText(body) : await extractText(page.body, type));
-          if (body !== null && depth < depthLimit) for (const link of sameHostLinks(body, new URL(page.url))) if (!seen.has(link)) (seen.add(link), next.push(link));
-        } catch (err) {
-          // The start page decides the source; a later page that fails is skipped.
-          if (texts.length === 0 && url === start.toString()) throw err instanceof UnsafeUrl ? new GiveUp(err.message) : err;
-          this.deps.logger.debug({ err, url, sourceId: source.id }, 'a crawled page was skipped');
-        }
+    for (let i = 0; i < queue.length && texts.length < pageLimit; i++) {
+      const { url, depth } = queue[i]!;
+      try {
+        const page = await fetchPage(url, { allowPrivate: this.deps.allowPrivate });
+        const type = page.contentType.split(';')[0]!.trim().toLowerCase();
+        const html = type === 'text/html' || type === 'application/xhtml+xml' ? page.body.toString('utf8') : null;
+        texts.push(html !== null ? htmlToText(html) : await extractText(page.body, type));
+        if (html !== null && depth < depthLimit) for (const link of sameHostLinks(html, new URL(page.url))) if (!seen.has(link)) (seen.add(link), queue.push({ url: link, depth: depth + 1 }));
+      } catch (err) {
+        // The start page decides the source; a later page that fails is skipped.
+        if (i === 0) throw err instanceof UnsafeUrl ? new GiveUp(err.message) : err;
+        this.deps.logger.debug({ err, url, sourceId: source.id }, 'a crawled page was skipped');
       }
-      frontier = next;
     }
     return texts.join('\n\n');
   }
