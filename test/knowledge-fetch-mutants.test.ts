@@ -3,7 +3,8 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { fetchPage, isPublicAddress, MAX_PAGE_BYTES, resolvePublic, sameHostLinks, UnsafeUrl } from '../server/services/knowledge/fetch.js';
+import { isPublicAddress } from '../server/addresses.js';
+import { fetchPage, MAX_PAGE_BYTES, resolvePublic, sameHostLinks, UnsafeUrl } from '../server/services/knowledge/fetch.js';
 
 const refusal = async (promise: Promise<unknown>) => {
   const err = await promise.then(() => null, (e: Error) => e);

@@ -1,31 +1,14 @@
 // Fetching web pages for URL sources without reaching inside our network: every host is resolved first, every
 // address must be public, and the connection goes to the address that was checked (no second lookup to rebind).
-import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { addressesOf, isPublicAddress, pinnedLookup, type HostAddress } from '../../addresses.js';
 import { ValidationFailed } from '../../errors.js';
 
 export const MAX_PAGE_BYTES = 5 * 1024 * 1024;
 export const MAX_PAGES = 100;
 const TIMEOUT_MS = 15_000;
 const MAX_REDIRECTS = 5;
-
-const blocked = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.0.0.0', 24],
-  ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(net, prefix, 'ipv4');
-// No `::ffff:0:0/96`: BlockList matches IPv4 addresses against IPv4-mapped IPv6 ranges, so it would block every IPv4
-// address; an IPv4-mapped IPv6 address (either notation) is matched against the IPv4 ranges above instead.
-for (const [net, prefix] of [['::', 128], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001::', 23], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8]] as const) blocked.addSubnet(net, prefix, 'ipv6');
-
-/** Whether an address is public (not private, loopback, link-local, multicast, reserved or documentation). */
-export function isPublicAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return false;
-  return !blocked.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
 
 export class UnsafeUrl extends ValidationFailed {
   constructor(reason: string) {
@@ -34,7 +17,7 @@ export class UnsafeUrl extends ValidationFailed {
 }
 
 /** Checks the URL's form and resolves its host; every address must be public. Returns the address to connect to. */
-export async function resolvePublic(raw: string, opts: { allowPrivate?: boolean } = {}): Promise<{ url: URL; address: string; family: number }> {
+export async function resolvePublic(raw: string, opts: { allowPrivate?: boolean } = {}): Promise<{ url: URL } & HostAddress> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -43,13 +26,7 @@ export async function resolvePublic(raw: string, opts: { allowPrivate?: boolean 
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UnsafeUrl('only http and https are fetched');
   if (url.username || url.password) throw new UnsafeUrl('credentials in URLs are not allowed');
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  let addresses: { address: string; family: number }[];
-  try {
-    addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookup(host, { all: true, verbatim: true });
-  } catch {
-    throw new UnsafeUrl('the host does not resolve');
-  }
+  const addresses = await addressesOf(url);
   if (addresses.length === 0) throw new UnsafeUrl('the host does not resolve');
   if (!opts.allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) throw new UnsafeUrl('the host is not a public address');
   return { url, ...addresses[0]! };
@@ -66,12 +43,8 @@ export async function fetchPage(raw: string, opts: { allowPrivate?: boolean; max
   let current = raw;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
     const { url, address, family } = await resolvePublic(current, opts);
-    const pinned: LookupFunction = (_host, options, callback) => {
-      if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
-      else callback(null, address, family);
-    };
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = (url.protocol === 'https:' ? https : http).get(url, { lookup: pinned, timeout: TIMEOUT_MS, headers: { 'user-agent': 'SupportPlatformKnowledgeBot/1.0', accept: 'text/html,text/plain,application/pdf;q=0.9,*/*;q=0.5' } }, resolve);
+      const req = (url.protocol === 'https:' ? https : http).get(url, { lookup: pinnedLookup(address, family), timeout: TIMEOUT_MS, headers: { 'user-agent': 'SupportPlatformKnowledgeBot/1.0', accept: 'text/html,text/plain,application/pdf;q=0.9,*/*;q=0.5' } }, resolve);
       req.on('timeout', () => req.destroy(new Error('the page took too long')));
       req.on('error', reject);
     });
