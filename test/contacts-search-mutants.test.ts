@@ -62,7 +62,10 @@ describe('Contacts: each filter op of each type', () => {
     expect(await names([{ key: 'phone', op: 'contains', value: '(151) 1111-22' }])).to.deep.equal(['Ann']);
     expect(await names([{ key: 'phone', op: 'neq', value: '+4915111112222' }])).to.deep.equal(['Ben', 'Cy']);
     expect(await names([{ key: 'phone', op: 'eq', value: ' +49 151 1111 2222 ' }])).to.deep.equal(['Ann']);
+    // eq reads the number (its national 0 goes), contains its digits as written.
+    expect(await names([{ key: 'phone', op: 'eq', value: '+49 (0)151 1111 2222' }])).to.deep.equal(['Ann']);
     expect(await names([{ key: 'phone', op: 'eq', value: ' call me ' }])).to.deep.equal([]);
+    expect(await names([{ key: 'phone', op: 'neq', value: ' call me ' }])).to.deep.equal(['Ann', 'Ben', 'Cy']);
     expect(ok(await as(t.agent).get(`/contacts?q=${encodeURIComponent('(151) 1111')}`), 200).map((c: any) => c.name)).to.deep.equal(['Ann']);
   });
 
