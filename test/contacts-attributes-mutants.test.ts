@@ -57,6 +57,7 @@ describe('Contacts: attribute values and definitions, word by word', () => {
     const def = await defineAttribute(t.admin, { key: 'tier', label: '  Tier  ', type: 'list', options: [' gold ', 'gold', 'silver'] });
     expect(def).to.include({ key: 'tier', label: 'Tier', type: 'list', description: null });
     expect(def.options).to.deep.equal(['gold', 'silver']);
+    expect(await defineAttribute(t.admin, { key: 'since', label: 'Since', type: 'date', description: 'First order' })).to.include({ description: 'First order' });
     const patched = ok(await as(t.admin).patch('/contacts/attribute-definitions/tier', { label: ' Level ', description: 'The plan level', options: ['bronze ', ' bronze'] }), 200);
     expect(patched).to.include({ label: 'Level', description: 'The plan level' });
     expect(patched.options).to.deep.equal(['bronze']);
