@@ -17,6 +17,7 @@ import { ackData, closeAfterEach } from './helpers/socket-acks.js';
 import { collect, connectOk, request, settle } from './helpers/sockets.js';
 import { aiClient } from './helpers/tickets.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { captureLogs } from './helpers/logs.js';
 import { waitFor } from './helpers/wait.js';
 
 describe('conversations: changes that change nothing', () => {
@@ -219,5 +220,38 @@ describe('conversations: the webhooks of a change', function () {
     // Tags alone: only the tags changed (the priority, not sent, is not one of the changes).
     expectApiSuccess(await owner.api.patch(`/conversations/${conversationId}`, { tags: ['vip', 'billing'] }, t), 200);
     expect((await recorded()).at(-1)).to.deep.equal({ ...edit, changes: ['tags'], tags: ['vip', 'billing'] });
+  });
+});
+
+describe('conversations: a new one whose routing or notice fails', function () {
+  this.timeout(120_000);
+  let app: TestServer;
+  const logs = captureLogs('error');
+  before(async () => {
+    app = await startTestServer({}, { logger: logs.logger });
+  });
+  after(async () => {
+    await app?.stop();
+  });
+
+  it('is logged as an error naming the conversation and the cause; the conversation stands', async () => {
+    const owner = await signUp(app.server, app.baseUrl);
+    const knex = app.server.db.knex;
+    // The database refuses this organization's new-conversation notices: the welcome after the commit fails.
+    await knex.raw(`create or replace function notices_refused() returns trigger language plpgsql as $$ begin
+      if new.organization_id = tg_argv[0]::uuid then raise exception 'notices are refused'; end if; return new; end $$`);
+    await knex.raw(`create trigger notices_refused before insert on notifications for each row execute function notices_refused('${owner.orgId}')`);
+    let conversationId: string;
+    try {
+      ({ conversationId } = await startConversation(await newVisitor(owner)));
+      await waitFor(async () => logs.matching(50, 'routing a new conversation failed').some((l) => l.conversationId === conversationId), { what: 'the failed welcome logged' });
+    } finally {
+      await knex.raw('drop trigger notices_refused on notifications');
+      await knex.raw('drop function notices_refused()');
+    }
+    const [logged] = logs.matching(50, 'routing a new conversation failed').filter((l) => l.conversationId === conversationId);
+    expect(logged!.msg).to.equal('routing a new conversation failed');
+    expect((logged!.err as { message?: string } | undefined)?.message).to.match(/notices are refused/);
+    expect(expectApiSuccess(await owner.api.get(`/conversations/${conversationId}`, { token: owner.accessToken }), 200).id).to.equal(conversationId);
   });
 });

@@ -9,6 +9,8 @@ import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { addMember, signUp, type SignedUp } from './helpers/factories.js';
 import { newVisitor, startConversation } from './helpers/live.js';
+import { captureLogs } from './helpers/logs.js';
+import { startTestServer, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/wait.js';
 import { PDF, PNG, reachable, upload } from './helpers/storage.js';
 import { AppError } from '../server/errors.js';
@@ -389,3 +391,35 @@ describe('storage: the rules at their edges', function () {
   });
 });
 
+
+describe('storage: what the sweep job tells the operator', function () {
+  this.timeout(120_000);
+  let app: TestServer;
+  const logs = captureLogs('info');
+  before(async () => {
+    app = await startTestServer({}, { logger: logs.logger });
+  });
+  after(async () => {
+    await app?.stop();
+  });
+
+  it('logs how many uploads it removed, and nothing when there were none', async () => {
+    const org = await signUp(app.server, app.baseUrl);
+    const knex = app.server.db.knex;
+    const rows = Array.from({ length: 2 }, (_, i) => ({ organizationId: org.orgId, key: `org/${org.orgId}/attachment/${randomUUID()}/old.txt`, purpose: 'attachment', fileName: 'old.txt', mimeType: 'text/plain', sizeBytes: 1, status: 'pending', createdAt: new Date(Date.UTC(1991, 0, 1, 0, 0, i)) }));
+    await knex('storage_objects').insert(rows);
+    const sweep = async () => {
+      const { id } = await app.server.jobs.enqueue(STORAGE_SWEEP_QUEUE, {});
+      await waitFor(async () => (await app.server.jobs.drain(STORAGE_SWEEP_QUEUE), (await knex('jobs').where({ id }).first())?.status === 'done'), { timeoutMs: 60_000, what: 'the sweep job' });
+    };
+    const told = () => logs.matching(30, 'removed uploads never completed');
+    await sweep();
+    expect(Number((await knex('storage_objects').where({ organizationId: org.orgId }).count({ n: '*' }))[0]!.n)).to.equal(0);
+    expect(told()).to.have.length(1);
+    expect(told()[0]!.msg).to.equal('removed uploads never completed');
+    // Every instance's abandoned uploads are swept together: at least these two.
+    expect(told()[0]!.removed).to.be.a('number').and.at.least(2);
+    await sweep();
+    expect(told()).to.have.length(1);
+  });
+});

@@ -1,10 +1,16 @@
 // Storage on both drivers: presigned round trips, limits at presign and at completion (a lying client), local
 // signed URLs, plan storage, deletion rules and the sweep of abandoned uploads.
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { addMember, signUp, type SignedUp } from './helpers/factories.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { indexed } from './helpers/knowledge.js';
 import { download, PDF, PNG, reachable, startFakeS3, upload, type FakeS3 } from './helpers/storage.js';
+import type { LocalDriver } from '../server/storage/local.js';
 
 const MiB = 1024 * 1024;
 
@@ -63,6 +69,65 @@ for (const driver of ['local', 's3'] as const) {
         expect([res.status, res.headers.get('content-disposition')], name).to.deep.equal([200, `${disposition}; filename="${name}"; filename*=UTF-8''${name}`]);
       }
     });
+
+    it('hands out links that say what the upload must send and live as long as asked', async () => {
+      const started = Math.floor(Date.now() / 1000);
+      const p = await owner.api.post('/storage/presigned-upload', { fileName: 'a.txt', mimeType: 'text/plain', sizeBytes: 5, purpose: 'attachment', expiresIn: 600 }, tok);
+      expect(p.status).to.equal(201);
+      expect(p.body.data.upload.method).to.equal('PUT');
+      expect(p.body.data.upload.headers).to.deep.equal({ 'Content-Type': 'text/plain' });
+      const put = new URL(p.body.data.upload.url).searchParams;
+      if (driver === 's3') {
+        expect(put.get('X-Amz-Expires')).to.equal('600');
+        // The declared type is part of the signature (S3 refuses the bytes sent as another type).
+        expect(put.get('X-Amz-SignedHeaders')!.split(';')).to.include('content-type');
+      } else expect(Number(put.get('expires')) - started).to.be.within(595, 605);
+      await fetch(reachable(p.body.data.upload.url, t.baseUrl), { method: 'PUT', headers: p.body.data.upload.headers, body: 'hello' });
+      expect((await owner.api.post(`/storage/objects/${p.body.data.objectId}/complete`, {}, tok)).status).to.equal(200);
+      const d = await owner.api.post('/storage/presigned-download', { objectId: p.body.data.objectId, expiresIn: 120 }, tok);
+      const get = new URL(d.body.data.url).searchParams;
+      if (driver === 's3') expect(get.get('X-Amz-Expires')).to.equal('120');
+      else expect(Number(get.get('expires')) - started).to.be.within(115, 125);
+    });
+
+    it('names a download by its file name, with a plain ASCII fallback', async () => {
+      const up = await upload(owner.api, owner.accessToken, t.baseUrl, { name: 'Résumé.pdf', type: 'application/pdf', bytes: PDF });
+      const d = await owner.api.post('/storage/presigned-download', { objectId: up.objectId }, tok);
+      const res = await fetch(reachable(d.body.data.url, t.baseUrl));
+      expect([res.status, res.headers.get('content-disposition')]).to.deep.equal([200, `attachment; filename="R_sum_.pdf"; filename*=UTF-8''R%C3%A9sum%C3%A9.pdf`]);
+    });
+
+    it('removes the bytes of a deleted file from the store', async () => {
+      const up = await upload(owner.api, owner.accessToken, t.baseUrl, { name: 'gone.pdf', type: 'application/pdf', bytes: PDF });
+      const d = await owner.api.post('/storage/presigned-download', { objectId: up.objectId }, tok);
+      expect((await fetch(reachable(d.body.data.url, t.baseUrl))).status).to.equal(200);
+      expect((await owner.api.delete(`/storage/${up.objectId}`, tok)).status).to.equal(200);
+      if (driver === 's3') {
+        // The link signed before the deletion reaches the bucket itself, which no longer has the object.
+        expect((await fetch(d.body.data.url)).status).to.equal(404);
+      } else {
+        const file = (t.server.services.storage.driver as LocalDriver).pathOf(up.complete.body.data.key);
+        expect(existsSync(file)).to.equal(false);
+      }
+    });
+
+    if (driver === 's3') {
+      it('keeps in the bucket the files the server receives itself, and indexes knowledge files read from it', async () => {
+        const received = await t.server.services.storage.storeReceived(owner.orgId, { id: randomUUID(), purpose: 'attachment', fileName: 'fax.pdf', mimeType: 'application/pdf', bytes: PDF });
+        const d = await owner.api.post('/storage/presigned-download', { objectId: received.id }, tok);
+        const got = await download(d.body.data.url, t.baseUrl);
+        expect([got.status, got.type, got.bytes.equals(PDF)]).to.deep.equal([200, 'application/pdf', true]);
+
+        const text = Buffer.from('We ship to the moon on Tuesdays.');
+        const req = await owner.api.post('/knowledge/request-upload', { title: 'Moon', fileName: 'moon.txt', mimeType: 'text/plain', sizeBytes: text.length }, tok);
+        expect(req.status, JSON.stringify(req.body)).to.equal(201);
+        await fetch(req.body.data.upload.url, { method: 'PUT', headers: req.body.data.upload.headers, body: new Uint8Array(text) });
+        expect((await owner.api.post(`/knowledge/${req.body.data.documentId}/confirm`, {}, tok)).status).to.equal(200);
+        expect((await indexed(t.server, owner, req.body.data.documentId)).status).to.equal('indexed');
+        const hit = await owner.api.get('/knowledge/search?q=moon', tok);
+        expect(hit.body.data.map((h: { documentId: string }) => h.documentId)).to.include(req.body.data.documentId);
+      });
+    }
 
     it('refuses oversize files and wrong types at presign', async () => {
       const big = await owner.api.post('/storage/presigned-upload', { fileName: 'big.pdf', mimeType: 'application/pdf', sizeBytes: 10 * MiB + 1, purpose: 'attachment' }, tok);
@@ -135,6 +200,34 @@ for (const driver of ['local', 's3'] as const) {
   });
 }
 
+describe('storage: an S3 store that refuses the server', function () {
+  this.timeout(60_000);
+  let store: Server;
+  let t: TestServer;
+  before(async () => {
+    // Answers every request 403 AccessDenied, as a bucket whose policy or keys are wrong does.
+    store = createServer((req, res) => {
+      req.resume();
+      res.writeHead(403, { 'Content-Type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>');
+    });
+    await new Promise<void>((resolve) => store.listen(0, '127.0.0.1', resolve));
+    const { port } = store.address() as AddressInfo;
+    t = await startTestServer({ STORAGE_DRIVER: 's3', S3_ENDPOINT: `http://127.0.0.1:${port}`, S3_BUCKET: 'support-test', S3_REGION: 'us-east-1', S3_ACCESS_KEY_ID: 'wrong', S3_SECRET_ACCESS_KEY: 'wrong', S3_FORCE_PATH_STYLE: 'true' });
+  });
+  after(async () => {
+    await t?.stop();
+    await new Promise((resolve) => store?.close(resolve));
+  });
+
+  it('fails a completion as a server error, never as an upload the client has not made', async () => {
+    const owner = await signUp(t.server, t.baseUrl);
+    const p = await owner.api.post('/storage/presigned-upload', { fileName: 'a.txt', mimeType: 'text/plain', sizeBytes: 5, purpose: 'attachment' }, { token: owner.accessToken });
+    expect(p.status).to.equal(201);
+    const done = await owner.api.post(`/storage/objects/${p.body.data.objectId}/complete`, {}, { token: owner.accessToken });
+    expect([done.status, done.body.error?.code]).to.deep.equal([500, 'internal_error']);
+  });
+});
+
 describe('storage: local signed URLs and the sweep', () => {
   let owner: SignedUp;
   before(async () => {
@@ -149,6 +242,10 @@ describe('storage: local signed URLs and the sweep', () => {
     expect((await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'image/png' }, body: 'x' })).status).to.equal(415);
     expect((await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'x'.repeat(11) })).status).to.equal(413);
     expect((await fetch(url.replace(/signature=[^&]+/, 'signature=forged'), { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'x' })).status).to.equal(403);
+    // A genuine signature whose time has passed is refused as well.
+    const past = Math.floor(Date.now() / 1000) - 5;
+    const genuine = `${baseUrl}/api/v1/storage/local/${p.body.data.objectId}?expires=${past}&signature=${(sharedServer().server.services.storage.driver as LocalDriver).sign('PUT', p.body.data.objectId, past)}`;
+    expect((await fetch(genuine, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'x' })).status).to.equal(403);
     const expired = url.replace(/expires=\d+/, 'expires=1000');
     expect((await fetch(expired, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'x' })).status).to.equal(403);
     expect((await fetch(url, { method: 'PUT', headers: { 'Content-Type': 'text/plain; charset=utf-8' }, body: 'x'.repeat(10) })).status).to.equal(200);

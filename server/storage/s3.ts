@@ -14,7 +14,8 @@ export interface S3Options {
   forcePathStyle: boolean;
 }
 
-const isMissing = (err: unknown) => err instanceof S3ServiceException && (err.$metadata.httpStatusCode === 404 || err.name === 'NotFound' || err.name === 'NoSuchKey');
+// A HEAD answer has no body, so its error is known by its status alone (the SDK names a 404 "NotFound" after it).
+const isMissing = (err: unknown) => err instanceof S3ServiceException && err.$metadata.httpStatusCode === 404;
 
 export class S3Driver implements StorageDriver {
   readonly name = 's3' as const;

@@ -148,7 +148,7 @@ function checkValue(kind: Kind, f: ContactFilter, i: number): unknown {
   const v = f.value;
   switch (kind) {
     case 'number':
-      if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(i, 'value must be a number');
+      if (!Number.isFinite(v)) throw invalid(i, 'value must be a number');
       return v;
     case 'boolean':
       if (typeof v !== 'boolean') throw invalid(i, 'value must be true or false');

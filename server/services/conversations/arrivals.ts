@@ -20,7 +20,7 @@ export interface ArrivalDeps {
 export async function welcomeConversation(deps: Omit<ArrivalDeps, 'events' | 'logger'>, conversation: Conversation): Promise<void> {
   const routed = await deps.routing.autoAssign(conversation);
   const org = await deps.models.Organization.query().findById(conversation.organizationId);
-  if (!org || org.settings?.notifyAgentsOnNewConversation === false) return;
+  if (!org || org.settings.notifyAgentsOnNewConversation === false) return;
   const agents = await deps.models.Membership.forOrg(conversation.organizationId).where('status', 'accepted').whereNotNull('userId').select('userId');
   const recipients = agents.map((a) => a.userId!).filter((id) => id !== routed.assignedTo);
   await deps.notifications.notify(conversation.organizationId, recipients, {
