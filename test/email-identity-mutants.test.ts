@@ -4,6 +4,8 @@
 // rotation whose record is published with spaces or not at all (a lookup that fails), a key that cannot be opened
 // (the mail goes unsigned), and who mail is From and where replies go in every case of `senderOf`.
 import { randomUUID } from 'node:crypto';
+import { createSocket } from 'node:dgram';
+import { getServers, setServers } from 'node:dns/promises';
 import { expect } from 'chai';
 import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
 import { startSmtpSink, type SmtpSink } from './helpers/smtp.js';
@@ -210,5 +212,70 @@ describe('Email: the sender identity under a MAIL_FROM without a domain', functi
     const owner = await signUp(test.server, test.baseUrl);
     const put = ok(await owner.api.put('/email/identity', { fromAddress: 'help@no-domain.test' }, { token: owner.accessToken }), 200);
     expect(put.dnsRecords.find((r: { purpose: string }) => r.purpose === 'spf').value).to.equal('v=spf1 include:localhost ~all');
+  });
+});
+
+/** A DNS server on a loopback UDP port answering TXT questions from `zone` (NXDOMAIN for any other name). */
+async function startTxtServer(zone: Map<string, string[][]>): Promise<{ address: string; close(): Promise<void> }> {
+  const socket = createSocket('udp4');
+  socket.on('message', (query, peer) => {
+    // The question: labels from byte 12 to the empty label, then QTYPE and QCLASS.
+    const labels: string[] = [];
+    let at = 12;
+    while (query[at]! > 0) {
+      labels.push(query.subarray(at + 1, at + 1 + query[at]!).toString('latin1'));
+      at += 1 + query[at]!;
+    }
+    const question = query.subarray(12, at + 5);
+    const records = zone.get(labels.join('.').toLowerCase()) ?? [];
+    const answers = records.map((chunks) => {
+      const data = Buffer.concat(chunks.map((c) => Buffer.concat([Buffer.from([Buffer.byteLength(c, 'latin1')]), Buffer.from(c, 'latin1')])));
+      const fixed = Buffer.alloc(12);
+      fixed.writeUInt16BE(0xc00c, 0); // the name: a pointer to the question's
+      fixed.writeUInt16BE(16, 2); // TXT
+      fixed.writeUInt16BE(1, 4); // IN
+      fixed.writeUInt32BE(60, 6);
+      fixed.writeUInt16BE(data.length, 10);
+      return Buffer.concat([fixed, data]);
+    });
+    const header = Buffer.alloc(12);
+    query.copy(header, 0, 0, 2);
+    header.writeUInt16BE(records.length ? 0x8180 : 0x8183, 2);
+    header.writeUInt16BE(1, 4);
+    header.writeUInt16BE(answers.length, 6);
+    socket.send(Buffer.concat([header, question, ...answers]), peer.port, peer.address);
+  });
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+  return { address: `127.0.0.1:${socket.address().port}`, close: () => new Promise<void>((resolve) => socket.close(() => resolve())) };
+}
+
+describe('Email: the sender identity verified through the system\'s DNS resolver', function () {
+  this.timeout(60_000);
+  let test: TestServer;
+  let dns: { address: string; close(): Promise<void> };
+  let servers: string[];
+  const zone = new Map<string, string[][]>();
+
+  before(async () => {
+    dns = await startTxtServer(zone);
+    servers = getServers();
+    setServers([dns.address]);
+    test = await startTestServer();
+  });
+
+  after(async () => {
+    await test?.stop();
+    if (servers) setServers(servers);
+    await dns?.close();
+  });
+
+  it('finds the token published in DNS (no resolver given to the server)', async () => {
+    const owner = await signUp(test.server, test.baseUrl);
+    const domain = `dns-${randomUUID().slice(0, 6)}.test`;
+    const put = ok(await owner.api.put('/email/identity', { fromAddress: `help@${domain}` }, { token: owner.accessToken }), 200);
+    expect(ok(await owner.api.post('/email/identity/verify', {}, { token: owner.accessToken }), 200).domainVerified).to.equal(false);
+    const token = put.dnsRecords.find((r: { purpose: string }) => r.purpose === 'verification');
+    zone.set(token.name, [[token.value]]);
+    expect(ok(await owner.api.post('/email/identity/verify', {}, { token: owner.accessToken }), 200).domainVerified).to.equal(true);
   });
 });
