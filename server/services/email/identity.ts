@@ -80,7 +80,7 @@ const compact = (chunks: string[]) => chunks.join('').replace(/\s+/g, '');
 const domainOf = (address: string | null): string | null => (address && address.includes('@') ? address.split('@').pop()!.toLowerCase() : null);
 
 /** Verified only for the domain the proof was found on: changing the from address to another domain unverifies it. */
-const isVerified = (row: EmailIdentityRow | undefined): boolean => !!row?.domainVerifiedAt && !!row.verifiedDomain && row.verifiedDomain === domainOf(row.fromAddress);
+const isVerified = (row: Pick<EmailIdentityRow, 'fromAddress' | 'verifiedDomain' | 'domainVerifiedAt'>): boolean => !!row.domainVerifiedAt && !!row.verifiedDomain && row.verifiedDomain === domainOf(row.fromAddress);
 
 export class EmailIdentityService {
   /** Where TXT records are looked up: the system's resolver (tests answer from the records they published). */
@@ -180,12 +180,9 @@ export class EmailIdentityService {
     if (domain) {
       const lookup = this.lookupTxt;
       await this.finishRotation(row, domain, lookup);
-      try {
-        const records = await lookup(`${VERIFICATION_HOST}.${domain}`);
-        found = records.some((chunks) => chunks.join('') === this.tokenValue(row));
-      } catch {
-        found = false;
-      }
+      // A lookup that fails (no such record, no answer) has not found the token.
+      const records = await lookup(`${VERIFICATION_HOST}.${domain}`).catch(() => [] as string[][]);
+      found = records.some((chunks) => chunks.join('') === this.tokenValue(row));
     }
     await this.deps.knex('email_identities').where({ organizationId: orgId }).update({
       verifiedDomain: found ? domain : null, domainVerifiedAt: found ? new Date() : null, updatedAt: new Date(),
@@ -234,7 +231,7 @@ export class EmailIdentityService {
 export function senderOf(orgName: string, mailFrom: string, identity: Pick<EmailIdentityRow, 'fromName' | 'fromAddress' | 'replyTo' | 'verifiedDomain' | 'domainVerifiedAt'> | undefined): MailSender {
   const platform = parseMailbox(mailFrom);
   const replyTo = identity?.replyTo ?? identity?.fromAddress ?? undefined;
-  if (identity && isVerified(identity as EmailIdentityRow)) {
+  if (identity && isVerified(identity)) {
     return { from: { name: identity.fromName ?? orgName, address: identity.fromAddress! }, ...(replyTo ? { replyTo } : {}) };
   }
   return { from: { name: platform.name ? `${orgName} via ${platform.name}` : orgName, address: platform.address }, ...(replyTo ? { replyTo } : {}) };
