@@ -2,6 +2,7 @@
 // any case, nothing before or after), a mail to several of them stored once per channel, and a mail it could not
 // store answered 451 so the sending server tries again.
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { expect } from 'chai';
 import nodemailer from 'nodemailer';
 import { signUp, type SignedUp } from './helpers/factories.js';
@@ -41,6 +42,26 @@ describe('Channels: inbound SMTP recipients and refusals', function () {
       transport.close();
     }
   };
+  /** What the server answers to EHLO: its extensions, one per line. */
+  const ehlo = (): Promise<string[]> =>
+    new Promise((resolve, reject) => {
+      const socket = connect(test.server.services.channels.smtpInPort!, '127.0.0.1');
+      let said = '';
+      let greeted = false;
+      socket.setTimeout(10_000, () => socket.destroy(new Error('no answer to EHLO')));
+      socket.on('error', reject);
+      socket.on('data', (chunk) => {
+        said += chunk.toString('utf8');
+        if (!greeted && said.includes('\r\n')) {
+          greeted = true;
+          said = '';
+          socket.write('EHLO sender.test\r\n');
+        } else if (greeted && /^250 .*\r\n/m.test(said)) {
+          socket.end('QUIT\r\n');
+          resolve(said.split('\r\n').filter(Boolean).slice(1).map((l) => l.slice(4)));
+        }
+      });
+    });
   const token = (smtpAddress: string) => /^in\+([0-9a-f]{24})@/.exec(smtpAddress)![1]!;
 
   it('takes a channel address in any case, and refuses with 550 anything around or beside it', async () => {
@@ -57,6 +78,12 @@ describe('Channels: inbound SMTP recipients and refusals', function () {
       expect(refused!.response, to).to.contain('No such mailbox here');
     }
     expect(await inboundEvents(test.server, channel.id)).to.have.length(2);
+  });
+
+  it('offers neither AUTH nor STARTTLS, and says the largest mail it takes (25 MB)', async () => {
+    const extensions = await ehlo();
+    expect(extensions).to.include('SIZE 26214400');
+    expect(extensions.filter((e) => /^(AUTH|STARTTLS)\b/.test(e))).to.deep.equal([]);
   });
 
   it('stores a mail to two channels on each, and to one channel twice once', async () => {
