@@ -86,6 +86,41 @@ describe('Channels: inbound SMTP recipients and refusals', function () {
     expect(extensions.filter((e) => /^(AUTH|STARTTLS)\b/.test(e))).to.deep.equal([]);
   });
 
+  it('refuses a mail over 25 MB with 552 and stores nothing, whatever its envelope said', async () => {
+    const channel = await emailChannel();
+    // A raw session: no SIZE declared in MAIL FROM, so the size is known only as the data arrives.
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = connect(test.server.services.channels.smtpInPort!, '127.0.0.1');
+      const steps = ['EHLO sender.test', 'MAIL FROM:<ada@customer.test>', `RCPT TO:<${channel.smtpAddress}>`, 'DATA'];
+      let buffered = '';
+      socket.setTimeout(60_000, () => socket.destroy(new Error('no answer')));
+      socket.on('error', reject);
+      socket.on('data', (chunk) => {
+        buffered += chunk.toString('utf8');
+        const lines = buffered.split('\r\n');
+        buffered = lines.pop()!;
+        for (const line of lines) {
+          if (/^\d{3}-/.test(line)) continue;
+          if (line.startsWith('354')) {
+            const big = `${'x'.repeat(998)}\r\n`.repeat(Math.ceil((25 * 1024 * 1024 + 4096) / 1000));
+            socket.write(`From: ada@customer.test\r\nSubject: Too big\r\nMessage-ID: <big-${randomUUID()}@customer.test>\r\n\r\n`);
+            socket.write(big);
+            socket.write('.\r\n');
+          } else if (steps.length) {
+            socket.write(`${steps.shift()}\r\n`);
+          } else {
+            socket.end('QUIT\r\n');
+            resolve(line);
+            return;
+          }
+        }
+      });
+    });
+    expect(reply).to.match(/^552 /);
+    expect(reply).to.contain('Message too large');
+    expect(await inboundEvents(test.server, channel.id)).to.deep.equal([]);
+  });
+
   it('stores a mail to two channels on each, and to one channel twice once', async () => {
     const first = await emailChannel();
     const second = await emailChannel();
