@@ -158,7 +158,7 @@ describe('Channels: outbound deliveries', function () {
     expect(notices[0]).to.include({ title: 'A channel message could not be delivered' });
     expect(notices[0]!.data).to.include({ deliveryId: failing.id, status: 'failed' });
     [, sent] = await deliveries(owner, channelId);
-    expect(sent).to.include({ status: 'sent', lastError: null });
+    expect(sent).to.include({ status: 'sent', lastError: null, attempts: 1 });
   });
 
   it('waits to retry a reply whose channel credentials cannot be read, saying so', async () => {
@@ -266,6 +266,9 @@ describe('Channels: outbound deliveries', function () {
       expect(next.parsed.inReplyTo).to.equal(second.messageId);
       expect(next.parsed.references).to.deep.equal([first.messageId, ours.parsed.messageId, second.messageId]);
       expect(next.subject).to.equal('Re: Printer');
+      // Each of our mails keeps its own Message-ID: the third reply names both earlier ones.
+      const third = await answer(first.conversationId, 'Did it work?', customer);
+      expect(third.parsed.references).to.deep.equal([first.messageId, ours.parsed.messageId, second.messageId, next.parsed.messageId]);
     });
 
     it("names the organization in the subject of a reply to a mail without one, and signs replies with the organization's signature", async () => {
