@@ -129,6 +129,13 @@ describe('Channels: inbound SMTP recipients and refusals', function () {
     for (const channel of [first, second]) expect((await inboundEvents(test.server, channel.id)).map((e) => e.providerId)).to.deep.equal([messageId]);
   });
 
+  it("takes nothing for a disabled channel's address (the session still ends as for any address of ours)", async () => {
+    const channel = await emailChannel();
+    ok(await owner.api.patch(`/channels/${channel.id}`, { enabled: false }, { token: owner.accessToken }), 200);
+    expect(await send(channel.smtpAddress)).to.equal(null);
+    expect(await inboundEvents(test.server, channel.id)).to.deep.equal([]);
+  });
+
   it('answers 451 (try again later) for a mail it could not store, and stores it when it comes again', async () => {
     const channel = await emailChannel();
     const { knex } = test.server.db;
