@@ -136,6 +136,14 @@ describe('Channels: inbound SMTP recipients and refusals', function () {
     expect(await inboundEvents(test.server, channel.id)).to.deep.equal([]);
   });
 
+  it('takes no mail for the inbound token of a channel that is not email', async () => {
+    const wa = ok(await owner.api.post('/channels/whatsapp', { name: 'WA', phoneNumberId: String(Date.now()), wabaId: '1', accessToken: 'wa-token', appSecret: 'wa-app-secret' }, { token: owner.accessToken }), 201);
+    const { inboundToken } = await test.server.db.knex('channels').where({ id: wa.channel.id }).first();
+    expect(inboundToken).to.match(/^[0-9a-f]{24}$/);
+    expect(await send(`in+${inboundToken}@in.platform.test`)).to.equal(null);
+    expect(await inboundEvents(test.server, wa.channel.id)).to.deep.equal([]);
+  });
+
   it('answers 451 (try again later) for a mail it could not store, and stores it when it comes again', async () => {
     const channel = await emailChannel();
     const { knex } = test.server.db;
