@@ -110,15 +110,22 @@ describe('Channels: inbound checks and storing once', function () {
     const [event] = await test.server.db.knex('inbound_events').where({ channelId: email.id });
     expect(event.providerId).to.equal('<json-1@customer.test>');
     expect(event.payload).to.include({ kind: 'message', from: 'jay@customer.test', fromName: 'Jay Son', subject: 'As JSON', text: 'Posted by a mail provider' });
-    expectError(await postSignedMail(owner.api, email.id, email.secret, JSON.stringify({ subject: 'nobody' }), { contentType: 'application/json' }), 400, 'validation_failed');
-    expectError(await postSignedMail(owner.api, email.id, email.secret, '{"from": ', { contentType: 'application/json' }), 400, 'validation_failed');
+    // Each refusal names the field at fault in the error body's details.
+    const nobody = await postSignedMail(owner.api, email.id, email.secret, JSON.stringify({ subject: 'nobody' }), { contentType: 'application/json' });
+    expectError(nobody, 400, 'validation_failed');
+    expect(nobody.body.error.details).to.deep.equal([{ field: 'from', message: 'is required' }]);
+    const broken = await postSignedMail(owner.api, email.id, email.secret, '{"from": ', { contentType: 'application/json' });
+    expectError(broken, 400, 'validation_failed');
+    expect(broken.body.error.details).to.deep.equal([{ field: 'body', message: 'invalid JSON' }]);
     expectError(await postSignedMail(owner.api, email.id, email.secret, 'Subject: no sender\r\n\r\nbody'), 400, 'validation_failed');
     expect(await inboundEvents(test.server, email.id)).to.have.length(1);
   });
 
   it('takes a Telegram Update with its update_id only, and acknowledges the kinds it does not take without storing them', async () => {
     const tg = await telegramChannel();
-    expectError(await postTelegram(tg.id, tg.secret, { message: { message_id: 1, chat: { id: 1 }, text: 'no update id' } }), 400, 'validation_failed');
+    const noId = await postTelegram(tg.id, tg.secret, { message: { message_id: 1, chat: { id: 1 }, text: 'no update id' } });
+    expectError(noId, 400, 'validation_failed');
+    expect(noId.body.error.details).to.deep.equal([{ field: 'update_id', message: 'is required' }]);
     expectError(await postTelegram(tg.id, tg.secret, { update_id: '1', message: { message_id: 1, chat: { id: 1 }, text: 'a text id' } }), 400, 'validation_failed');
     expectError(await postTelegram(tg.id, tg.secret, 'not json'), 400, 'validation_failed');
     expect(ok(await postTelegram(tg.id, tg.secret, { update_id: 10, edited_message: { message_id: 1, chat: { id: 1 }, text: 'edited' } }), 200)).to.deep.equal({ stored: 0, duplicates: 0 });

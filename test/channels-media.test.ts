@@ -123,6 +123,22 @@ describe('Channels: inbound files', function () {
     expectError(await owner.api.delete(`/storage/${reply.attachments[0].objectId}`, { token: owner.accessToken }), 409, 'conflict');
   });
 
+  it('stores ten files of a mail and leaves a note for each one past ten; a picture with a document is a file message', async () => {
+    const { channel, inbound } = ok(await owner.api.post('/channels/email', { name: 'Many', address: 'many@media.test' }, { token: owner.accessToken }), 201);
+    const messageId = `<${randomUUID()}@customer.test>`;
+    const attachments = [
+      { filename: 'page-1.png', content: PNG, contentType: 'image/png' },
+      ...Array.from({ length: 11 }, (_, i) => ({ filename: `page-${i + 2}.pdf`, content: PDF, contentType: 'application/pdf' })),
+    ];
+    const raw = await new MailComposer({ from: uniqueEmail('many'), to: 'many@media.test', subject: 'Scans', text: 'All pages', messageId, attachments }).compile().build();
+    ok(await postSignedMail(owner.api, channel.id, inbound.secret, raw.toString('utf8')), 200);
+    await quiesce(test.server);
+    const message = await messageOf(channel.id, messageId);
+    expect(message.type).to.equal('file');
+    expect(message.attachments.map((a: { fileName: string }) => a.fileName)).to.deep.equal(attachments.slice(0, 10).map((a) => a.filename));
+    expect(message.content).to.equal('Scans\n\nAll pages\n\n[page-11.pdf was not stored: at most 10 files per message]\n\n[page-12.pdf was not stored: at most 10 files per message]');
+  });
+
   describe('WhatsApp', () => {
     const appSecret = 'wa-media-secret';
     let channelId: string;
@@ -158,6 +174,15 @@ describe('Channels: inbound files', function () {
       expect(message.attachments).to.have.length(1);
     });
 
+    it('names a file without a name by its source, its place and the type the Graph API gives when the webhook gives none', async () => {
+      host.files.set('/files/media-untyped', { type: 'image/png', bytes: PNG });
+      ok(await post(media('wamid.UNTYPED', 'image', { id: 'media-untyped', caption: 'No type given' })), 200);
+      await quiesce(test.server);
+      const message = await messageOf(channelId, 'wamid.UNTYPED');
+      expect(message).to.include({ type: 'image', content: 'No type given' });
+      expect(message.attachments[0]).to.include({ fileName: 'whatsapp-1.png', mimeType: 'image/png', sizeBytes: PNG.length });
+    });
+
     it('keeps the message with a note when the media cannot be downloaded', async () => {
       ok(await post(media('wamid.DOC404', 'document', { id: 'media-missing', mime_type: 'application/pdf', filename: 'contract.pdf' })), 200);
       await quiesce(test.server);
@@ -190,5 +215,24 @@ describe('Channels: inbound files', function () {
     expect(message.type).to.equal('image');
     expect(message.attachments[0]).to.include({ fileName: 'photo.jpg', mimeType: 'image/jpeg', sizeBytes: 64 });
     expect(host.paths.some((p) => p.startsWith('POST /botmedia-token/getFile'))).to.equal(true);
+  });
+
+  it("takes a Telegram document's type from its name when Telegram gives none, and notes one it cannot type by its place", async () => {
+    const channel = ok(await owner.api.post('/channels/telegram', { name: 'Docs', botToken: 'media-docs' }, { token: owner.accessToken }), 201);
+    host.files.set('/file/botmedia-docs/photos/file_1.jpg', { type: 'application/octet-stream', bytes: PDF });
+    const row = await test.server.db.knex('channels').where({ id: channel.id }).first();
+    const { webhookSecret } = test.server.services.channels.provisioning.secretsOf<TelegramSecrets>(row);
+    const send = async (id: number, document: Record<string, unknown>, caption: string) => {
+      const update = { update_id: id, message: { message_id: id, chat: { id: 43 }, from: { id: 43, first_name: 'Tia' }, caption, document: { file_id: `doc-${id}`, ...document } } };
+      ok(await owner.api.post(`/channels/telegram/inbound/${channel.id}`, update, { headers: { 'x-telegram-bot-api-secret-token': webhookSecret } }), 200);
+      await quiesce(test.server);
+      return messageOf(channel.id, String(id));
+    };
+    const manual = await send(901, { file_name: 'Manual.PDF' }, 'The manual');
+    expect(manual).to.include({ type: 'file', content: 'The manual' });
+    expect(manual.attachments[0]).to.include({ fileName: 'Manual.PDF', mimeType: 'application/pdf', sizeBytes: PDF.length });
+    const unnamed = await send(902, {}, 'No name');
+    expect(unnamed.attachments).to.deep.equal([]);
+    expect(unnamed.content).to.equal('No name\n\n[file 1 was not stored: application/octet-stream is not allowed for channel_media files]');
   });
 });

@@ -95,6 +95,83 @@ describe('Channels: outbound deliveries', function () {
     expect(telegram.calls.filter((c) => c.path === `/bot${token}/sendMessage`)).to.have.length(2);
   });
 
+  it('keeps a reply in a conversation whose channel was removed, with nothing to deliver', async () => {
+    const { owner, channelId, conversationId } = await telegramConversation();
+    expect(ok(await owner.api.delete(`/channels/${channelId}`, { token: owner.accessToken }), 200)).to.not.equal(undefined);
+    const reply = ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Still answered here' }, { token: owner.accessToken }), 201);
+    expect(reply.content).to.equal('Still answered here');
+    expect(await test.server.db.knex('channel_deliveries').where({ conversationId })).to.deep.equal([]);
+  });
+
+  it("lists a channel's deliveries newest first with their total, and a delivery's job run again sends nothing again", async () => {
+    const { owner, token, channelId, conversationId } = await telegramConversation();
+    for (const content of ['First answer', 'Second answer']) {
+      ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content }, { token: owner.accessToken }), 201);
+      await quiesce(test.server, owner.orgId);
+    }
+    const page = await owner.api.get(`/channels/${channelId}/deliveries?limit=1`, { token: owner.accessToken });
+    expect(page.status).to.equal(200);
+    const messages = await test.server.db.knex('messages').where({ conversationId }).whereIn('content', ['First answer', 'Second answer']).orderBy('seq');
+    expect(page.body.data.map((d: { messageId: string }) => d.messageId)).to.deep.equal([messages[1].id]);
+    expect(page.body.pagination).to.include({ limit: 1, offset: 0, total: 2 });
+    // A job that runs again (its lease ran out while it sent) finds its delivery sent and leaves it.
+    const sent = page.body.data[0];
+    await test.server.jobs.enqueue(DELIVERY_QUEUE, { deliveryId: sent.id }, { organizationId: owner.orgId });
+    // And the job of a delivery that no longer exists ends quietly.
+    await test.server.jobs.enqueue(DELIVERY_QUEUE, { deliveryId: randomUUID() }, { organizationId: owner.orgId });
+    await quiesce(test.server, owner.orgId);
+    expect(telegram.calls.filter((c) => c.path === `/bot${token}/sendMessage`)).to.have.length(2);
+    expect((await deliveries(owner, channelId))[0]).to.include({ id: sent.id, status: 'sent', attempts: 1 });
+    const goneJob = await test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE, organization_id: owner.orgId }).whereRaw(`payload->>'deliveryId' not in (select id::text from channel_deliveries)`).first();
+    expect(goneJob).to.include({ status: 'done', attempts: 1 });
+  });
+
+  it('retries a failing reply until its sixth attempt, then fails it and tells the admins, the other deliveries untouched', async () => {
+    const { owner, token, channelId, conversationId } = await telegramConversation();
+    ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Sent at once' }, { token: owner.accessToken }), 201);
+    await quiesce(test.server, owner.orgId);
+    const failure = { status: 500, body: { ok: false, description: `Internal Server Error ${'x'.repeat(600)}` } };
+    telegram.queue.set(`/bot${token}/sendMessage`, Array.from({ length: 6 }, () => failure));
+    ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Keeps failing' }, { token: owner.accessToken }), 201);
+    await quiesce(test.server, owner.orgId);
+    let [failing, sent] = await deliveries(owner, channelId);
+    expect(failing).to.include({ status: 'queued', attempts: 1 });
+    expect(failing.lastError).to.match(/^HTTP 500: Internal Server Error x+$/);
+    expect(sent).to.include({ status: 'sent', lastError: null });
+    const job = () => test.server.db.knex('jobs').where({ queue: DELIVERY_QUEUE, organization_id: owner.orgId }).whereRaw(`payload->>'deliveryId' = ?`, [failing.id]).first();
+    const runAttempt = async (attempts: number) => {
+      await test.server.db.knex('jobs').where({ id: (await job()).id }).update({ attempts, run_at: test.server.db.knex.fn.now() });
+      await quiesce(test.server, owner.orgId);
+      return (await deliveries(owner, channelId))[0];
+    };
+    // The fifth attempt still has a retry after it.
+    failing = await runAttempt(4);
+    expect(failing.status).to.equal('queued');
+    expect((await job()).status).to.equal('pending');
+    expect(await channelFailedNotices(owner)).to.deep.equal([]);
+    // The sixth is the last: the delivery fails, and the admins hear it.
+    failing = await runAttempt(5);
+    expect(failing.status).to.equal('failed');
+    expect(failing.lastError).to.match(/^HTTP 500: Internal Server Error x+$/);
+    const notices = (ok(await owner.api.get('/notifications', { token: owner.accessToken }), 200) as { type: string; title: string; data: Record<string, unknown> }[]).filter((n) => n.type === 'channel_failed');
+    expect(notices).to.have.length(1);
+    expect(notices[0]).to.include({ title: 'A channel message could not be delivered' });
+    expect(notices[0]!.data).to.include({ deliveryId: failing.id, status: 'failed' });
+    [, sent] = await deliveries(owner, channelId);
+    expect(sent).to.include({ status: 'sent', lastError: null, attempts: 1 });
+  });
+
+  it('waits to retry a reply whose channel credentials cannot be read, saying so', async () => {
+    const { owner, token, channelId, conversationId } = await telegramConversation();
+    await test.server.db.knex('channels').where({ id: channelId }).update({ secrets: 'v1.unreadable' });
+    ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Cannot be sent yet' }, { token: owner.accessToken }), 201);
+    await quiesce(test.server, owner.orgId);
+    const [delivery] = await deliveries(owner, channelId);
+    expect(delivery).to.include({ status: 'queued', attempts: 1, lastError: 'unreadable sealed secret' });
+    expect(telegram.calls.filter((c) => c.path === `/bot${token}/sendMessage`)).to.have.length(0);
+    expect(await channelFailedNotices(owner)).to.deep.equal([]);
+  });
+
   it('never sends an internal note, whatever wrote its delivery row, and tells nobody', async () => {
     const { owner, token, channelId, conversationId } = await telegramConversation();
     ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content: 'Internal only', private: true }, { token: owner.accessToken }), 201);
@@ -189,6 +266,9 @@ describe('Channels: outbound deliveries', function () {
       expect(next.parsed.inReplyTo).to.equal(second.messageId);
       expect(next.parsed.references).to.deep.equal([first.messageId, ours.parsed.messageId, second.messageId]);
       expect(next.subject).to.equal('Re: Printer');
+      // Each of our mails keeps its own Message-ID: the third reply names both earlier ones.
+      const third = await answer(first.conversationId, 'Did it work?', customer);
+      expect(third.parsed.references).to.deep.equal([first.messageId, ours.parsed.messageId, second.messageId, next.parsed.messageId]);
     });
 
     it("names the organization in the subject of a reply to a mail without one, and signs replies with the organization's signature", async () => {

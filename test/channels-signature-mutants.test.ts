@@ -2,7 +2,7 @@
 // on both sides of now, WhatsApp's X-Hub-Signature-256 and the constant-time compare of secrets (Telegram's token).
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
-import { hmacHex, safeEqualText, signInbound, SIGNATURE_WINDOW_SECONDS, verifyHubSignature, verifyInboundSignature } from '../server/services/channels/crypto.js';
+import { hmacHex, mask, safeEqualText, SecretSealer, signInbound, SIGNATURE_WINDOW_SECONDS, verifyHubSignature, verifyInboundSignature } from '../server/services/channels/crypto.js';
 
 const SECRET = 'whsec-inbound-test';
 const RAW = Buffer.from('From: a@example.test\r\nSubject: Hi\r\n\r\nHello');
@@ -87,6 +87,35 @@ describe('Channels: webhook signatures', () => {
       expect(safeEqualText('', 'x')).to.equal(false);
       // Lengths in bytes, not characters: an accented letter is two bytes in UTF-8.
       expect(safeEqualText('é', 'ab')).to.equal(false);
+    });
+  });
+  describe('channel secrets at rest (ENCRYPTION_KEY)', () => {
+    const KEY = Buffer.alloc(32, 7);
+
+    it('takes a 32-byte key only', () => {
+      for (const length of [0, 16, 31, 33]) expect(() => new SecretSealer(Buffer.alloc(length, 1)), `${length} bytes`).to.throw('The channel encryption key must be 32 bytes');
+      expect(() => new SecretSealer(KEY)).not.to.throw();
+    });
+
+    it('opens what it sealed as v1.<iv>.<tag>.<ciphertext>, and refuses another version or missing parts in its own words', () => {
+      const sealer = new SecretSealer(KEY);
+      const sealed = sealer.seal({ botToken: 'secret-bot-token' });
+      const [version, iv, tag, body] = sealed.split('.');
+      expect(version).to.equal('v1');
+      expect(sealer.open(sealed)).to.deep.equal({ botToken: 'secret-bot-token' });
+      // Another version is not read as v1, even when the rest would open under v1.
+      for (const other of [`v2.${iv}.${tag}.${body}`, `.${iv}.${tag}.${body}`, 'v1', `v1.${iv}`, `v1.${iv}.${tag}`, `v1..${tag}.${body}`, `v1.${iv}..${body}`]) {
+        expect(() => sealer.open(other), other).to.throw('unreadable sealed secret');
+      }
+      // Another key, or a changed ciphertext, fails the tag.
+      expect(() => new SecretSealer(Buffer.alloc(32, 8)).open(sealed)).to.throw();
+      expect(() => sealer.open(`v1.${iv}.${tag}.${body!.slice(0, -2)}AA`)).to.throw();
+    });
+
+    it('shows a secret as four dots and its last four characters, and no secret as null', () => {
+      expect(mask('secret-bot-token')).to.equal('••••oken');
+      expect(mask('abc')).to.equal('••••abc');
+      for (const none of ['', null, undefined]) expect(mask(none)).to.equal(null);
     });
   });
 });

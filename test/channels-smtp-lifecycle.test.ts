@@ -1,9 +1,11 @@
-// Inbound SMTP is opened only when SMTP_IN_PORT asks for it, and closed with the server.
+// Inbound SMTP is opened only when SMTP_IN_PORT asks for it, and closed with the server; SES mail through SNS taken
+// from any topic (no SNS_TOPIC_ARNS) is said in the log at start.
 import { connect } from 'node:net';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { startTestServer } from './helpers/server.js';
 import { TEST_ENCRYPTION_KEY } from './helpers/channels.js';
+import { captureLogs } from './helpers/logs.js';
 
 /** The first line a server at `port` says, or the connection's error code. */
 function greeting(port: number): Promise<string> {
@@ -41,5 +43,23 @@ describe('channels: the inbound SMTP listener', function () {
     } finally {
       if (!stopped) await test.stop();
     }
+  });
+});
+
+describe('channels: SES mail through SNS without SNS_TOPIC_ARNS', function () {
+  this.timeout(120_000);
+  const WARNING = 'EMAIL_INBOUND_SNS is on without SNS_TOPIC_ARNS: mail from any SNS topic is taken (refused in production)';
+
+  /** The warnings a server logs while it starts with these settings. */
+  const startWarnings = async (env: Record<string, string>) => {
+    const logs = captureLogs('info');
+    const test = await startTestServer({ ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, ...env }, { logger: logs.logger });
+    await test.stop();
+    return logs.matching(40, 'SNS').map((l) => l.msg);
+  };
+
+  it('warns once at start that mail from any topic is taken, and not when the topics are listed', async () => {
+    expect(await startWarnings({ EMAIL_INBOUND_SNS: 'true' })).to.deep.equal([WARNING]);
+    expect(await startWarnings({ EMAIL_INBOUND_SNS: 'true', SNS_TOPIC_ARNS: 'arn:aws:sns:eu-west-1:123456789012:ses-inbound' })).to.deep.equal([]);
   });
 });

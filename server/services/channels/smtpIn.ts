@@ -20,7 +20,7 @@ export class SmtpInbound {
 
   async listen(port: number, host: string): Promise<number> {
     const server = new SMTPServer({
-      authOptional: true,
+      // Without AUTH no sender is asked to authenticate.
       disabledCommands: ['AUTH'],
       // Mail from the internet arrives without TLS from many senders; STARTTLS needs a certificate we do not have here.
       hideSTARTTLS: true,
@@ -39,7 +39,8 @@ export class SmtpInbound {
           if (size <= MAX_BYTES) chunks.push(chunk);
         });
         stream.on('end', () => {
-          if (size > MAX_BYTES || (stream as unknown as { sizeExceeded?: boolean }).sizeExceeded) return callback(Object.assign(new Error('Message too large'), { responseCode: 552 }));
+          // Counted here: `size` only announces the limit (and refuses a larger SIZE declared in MAIL FROM).
+          if (size > MAX_BYTES) return callback(Object.assign(new Error('Message too large'), { responseCode: 552 }));
           const raw = Buffer.concat(chunks);
           const tokens = [...new Set(session.envelope.rcptTo.map((r) => this.tokenOf(r.address)).filter((t): t is string => !!t))];
           Promise.all(tokens.map((t) => this.deps.inbound.smtp(t, raw))).then(
