@@ -112,6 +112,7 @@ export class ContactConflicts {
         await this.contacts.notes.create(orgId, contact.id, { ...noteBase, content: text.slice(0, LIMITS.noteLength) }, trx);
       }
       await this.contacts.withIdentities(orgId, [contact], trx);
+      await this.contacts.record(trx, orgId, created ? 'contact.created' : 'contact.updated', contact.id);
       return { contact, created, conflicts, relinked, conversation };
     });
 
@@ -143,6 +144,8 @@ export class ContactConflicts {
         mergedSource = newer.id;
         contactId = older.id;
       }
+      // (An applied duplicate's merge records contact.merged itself.)
+      if (action === 'apply' && !mergedSource) await this.contacts.record(trx, orgId, 'contact.updated', contactId);
       const resolved = await this.models.ContactConflict.forOrg(orgId, trx).patchAndFetchById(conflict.id, { status: action === 'apply' ? 'applied' : 'dismissed', resolvedBy: byUserId, resolvedAt: new Date() });
       return { conflict: resolved, contact: await this.contacts.getFull(orgId, contactId, trx), changed: action === 'apply', mergedSource };
     });

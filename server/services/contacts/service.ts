@@ -121,7 +121,7 @@ export class ContactService implements ContactCore {
         .insertAndFetch({ organizationId: orgId, ...fields, tags: normalizeTags(input.tags ?? []), attributes })
         .catch(uniqueConflict);
       await this.addIdentities(orgId, row.id, input.identities ?? [], trx);
-      await this.outbox?.record(trx, orgId, 'contact.created', async () => ({ contact: presentContact(await this.getFull(orgId, row.id, trx)) }));
+      await this.record(trx, orgId, 'contact.created', row.id);
       return row;
     });
     return this.announce('contact.created', await this.getFull(orgId, contact.id));
@@ -137,7 +137,7 @@ export class ContactService implements ContactCore {
       // A changed email is no longer a verified one.
       if (changes.email !== undefined && changes.email !== current.email) changes.emailVerifiedAt = null;
       await this.models.Contact.forOrg(orgId, trx).patch(changes).findById(id).catch(uniqueConflict);
-      await this.outbox?.record(trx, orgId, 'contact.updated', async () => ({ contact: presentContact(await this.getFull(orgId, id, trx)) }));
+      await this.record(trx, orgId, 'contact.updated', id);
     });
     return this.announce('contact.updated', await this.getFull(orgId, id));
   }
@@ -267,7 +267,13 @@ export class ContactService implements ContactCore {
         return { contact: await this.fillEmpty(winner, fields, t), created: false };
       }
     };
-    const { contact, created } = trx ? await run(trx) : await this.deps.knex.transaction(run);
+    // Webhook subscribers hear of a contact however it came (a ticket's requester, a channel's new sender).
+    const recorded = async (t: Knex.Transaction) => {
+      const found = await run(t);
+      if (found.created) await this.record(t, orgId, 'contact.created', found.contact.id);
+      return found;
+    };
+    const { contact, created } = trx ? await recorded(trx) : await this.deps.knex.transaction(recorded);
     contact.identities = [];
     if (created) afterCommit(trx, () => this.announce('contact.created', contact));
     return contact;
@@ -297,6 +303,10 @@ export class ContactService implements ContactCore {
   /** Marks activity (a linked conversation, an AI upsert, an inbound channel message). */
   async touch(orgId: string, id: string, trx?: Knex.Transaction): Promise<void> {
     await this.models.Contact.forOrg(orgId, trx).findById(id).patch({ lastActivityAt: new Date() });
+  }
+
+  async record(trx: Knex.Transaction, orgId: string, event: 'contact.created' | 'contact.updated', contactId: string): Promise<void> {
+    await this.outbox?.record(trx, orgId, event, async () => ({ contact: presentContact(await this.getFull(orgId, contactId, trx)) }));
   }
 
   announce<E extends 'contact.created' | 'contact.updated'>(event: E, contact: Contact): Contact {

@@ -37,6 +37,8 @@ export interface ContactCore {
   withIdentities(orgId: string, contacts: Contact[], trx?: Knex.Transaction): Promise<Contact[]>;
   addIdentities(orgId: string, contactId: string, identities: IdentityInput[], trx: Knex.Transaction): Promise<void>;
   announce<E extends 'contact.created' | 'contact.updated'>(event: E, contact: Contact): Contact;
+  /** The change's webhook event, in the caller's transaction (the contact presented as it is at commit). */
+  record(trx: Knex.Transaction, orgId: string, event: 'contact.created' | 'contact.updated', contactId: string): Promise<void>;
   readonly attributes: ContactAttributes;
   readonly notes: { create(orgId: string, contactId: string, input: NoteInput, trx?: Knex.Transaction): Promise<ContactNote> };
   outbox: Outbox | null;
