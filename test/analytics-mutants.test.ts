@@ -7,30 +7,9 @@ import { addMember, signUp, type SignedUp } from './helpers/factories.js';
 import { sharedServer } from './helpers/hooks.js';
 import { captureLogs } from './helpers/logs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+import { withClockAhead, withClockAt } from './helpers/clock.js';
 
 const get = async (who: SignedUp, path: string) => who.api.get(path, { token: who.accessToken });
-
-/** Runs `body` with Date.now moved `offsetMs` ahead (what the cache reads for "now"); the real clock is back after. */
-async function withClockAhead<T>(offsetMs: number, body: () => Promise<T>): Promise<T> {
-  const realNow = Date.now;
-  Date.now = () => realNow() + offsetMs;
-  try {
-    return await body();
-  } finally {
-    Date.now = realNow;
-  }
-}
-
-/** Runs `body` with Date.now standing still at `at`. */
-async function withClockAt<T>(at: number, body: () => Promise<T>): Promise<T> {
-  const realNow = Date.now;
-  Date.now = () => at;
-  try {
-    return await body();
-  } finally {
-    Date.now = realNow;
-  }
-}
 
 describe("Analytics: the organization's zone, the owner's organizations and the cache", function () {
   this.timeout(60_000);
@@ -168,7 +147,7 @@ describe("Analytics: the organization's zone, the owner's organizations and the 
     const cached = await withClockAt(asked + 59_000, async () => expectApiSuccess(await get(owner, path), 200));
     expect(cached.generatedAt).to.equal(first.generatedAt);
     expect(cached.conversations.started).to.equal(0);
-    const fresh = await withClockAhead(61_000, async () => expectApiSuccess(await get(owner, path), 200));
+    const fresh = await withClockAhead(61, async () => expectApiSuccess(await get(owner, path), 200));
     expect(fresh.generatedAt).to.not.equal(first.generatedAt);
     expect(fresh.conversations.started).to.equal(1);
   });

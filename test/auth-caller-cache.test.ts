@@ -15,6 +15,7 @@ import { newVisitor } from './helpers/live.js';
 import { CallerCache } from '../server/auth/callerCache.js';
 import { DomainEventBus } from '../server/events.js';
 import { waitFor } from './helpers/wait.js';
+import { withClockAhead } from './helpers/clock.js';
 
 const members = (orgId: string) => `/memberships/organizations/${orgId}/members`;
 
@@ -53,17 +54,6 @@ async function statusOnConnect(watcher: ClientSocket, baseUrl: string, orgId: st
     const offline = nextEvent(watcher, 'user_status_update', (p) => p.userId === userId && p.status === 'offline');
     socket.close();
     await offline;
-  }
-}
-
-/** Runs `body` with Date.now moved `seconds` ahead (the server runs in this process); the real clock is back after. */
-async function withClockAhead<T>(seconds: number, body: () => Promise<T>): Promise<T> {
-  const realNow = Date.now;
-  Date.now = () => realNow() + seconds * 1000;
-  try {
-    return await body();
-  } finally {
-    Date.now = realNow;
   }
 }
 
