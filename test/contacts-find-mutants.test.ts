@@ -255,21 +255,24 @@ describe('Contacts: webhooks for creations, changes and merges', function () {
   it('records them however the contact came or changed: a ticket\'s new requester, the AI\'s upserts, an applied conflict', async () => {
     const other = await signUp(server.server, server.baseUrl);
     const hook = ok(await other.api.post('/webhooks', { url: 'http://127.0.0.1:9/contacts', events: ['contact.created', 'contact.updated'] }, { token: other.accessToken }), 201).webhook;
-    const recorded = async () => (await server.server.db.knex('webhook_deliveries').where({ webhook_id: hook.id }).orderBy('created_at').select('event_type', 'payload')).map((r) => [r.event_type ?? r.eventType, r.payload.contact.id, r.payload.contact.company]);
+    const recorded = async () => (await server.server.db.knex('webhook_deliveries').where({ webhook_id: hook.id }).orderBy('created_at').select('event_type', 'payload')).map((r) => [r.event_type ?? r.eventType, r.payload.contact.id, r.payload.contact.company, r.payload.contact.phone]);
     const email = uniqueEmail('requester');
     const ticket = ok(await other.api.post('/tickets', { title: 'Where is my parcel', requester: { name: 'Rhea', email } }, { token: other.accessToken }), 201);
     const ai = new Api(server.baseUrl);
     const headers = { 'x-ai-tool-secret': TEST_AI_SECRET };
     const fresh = ok(await ai.post('/contacts/ai/upsert', { organizationId: other.orgId, name: 'Ada New', email: uniqueEmail('ada'), company: 'FirstCo' }, { headers }), 201);
     expect(fresh.created).to.equal(true);
-    const changed = ok(await ai.post('/contacts/ai/upsert', { organizationId: other.orgId, email: fresh.contact.email, company: 'SecondCo' }, { headers }), 200);
+    // Only its last activity changes: no event (a channel's every message from a known sender would make one).
+    ok(await ai.post('/contacts/ai/upsert', { organizationId: other.orgId, email: fresh.contact.email }, { headers }), 200);
+    // A phone filled in, a company proposed (a conflict), the conflict applied.
+    const changed = ok(await ai.post('/contacts/ai/upsert', { organizationId: other.orgId, email: fresh.contact.email, phone: '+1 415 555 0199', company: 'SecondCo' }, { headers }), 200);
     expect(changed.conflicts).to.have.length(1);
     ok(await as(other).post(`/contacts/conflicts/${changed.conflicts[0].id}/resolve`, { action: 'apply' }), 200);
     expect(await recorded()).to.deep.equal([
-      ['contact.created', ticket.contactId, null],
-      ['contact.created', fresh.contact.id, 'FirstCo'],
-      ['contact.updated', fresh.contact.id, 'FirstCo'],
-      ['contact.updated', fresh.contact.id, 'SecondCo'],
+      ['contact.created', ticket.contactId, null, null],
+      ['contact.created', fresh.contact.id, 'FirstCo', null],
+      ['contact.updated', fresh.contact.id, 'FirstCo', '+14155550199'],
+      ['contact.updated', fresh.contact.id, 'SecondCo', '+14155550199'],
     ]);
   });
 });

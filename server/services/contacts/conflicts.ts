@@ -68,6 +68,8 @@ export class ContactConflicts {
       const linked = conversation?.contactId ? await this.contacts.get(orgId, conversation.contactId, trx) : null;
       let contact = linked ?? holders.identity ?? holders.email ?? holders.phone ?? null;
       let created = false;
+      // Whether the contact itself changed (not only its last activity): what makes a contact.updated webhook.
+      let changed = false;
       const opened: NewConflict[] = [];
 
       if (!contact) {
@@ -96,9 +98,13 @@ export class ContactConflicts {
         if (count > LIMITS.attributes) throw new ValidationFailed(`A contact has at most ${LIMITS.attributes} attributes`, [{ field: 'attributes', message: `at most ${LIMITS.attributes} attributes` }]);
         if (count !== Object.keys(target.attributes).length) patch.attributes = nextAttributes;
         if (input.identity) {
-          if (!holders.identity) await this.contacts.addIdentities(orgId, target.id, [input.identity], trx);
+          if (!holders.identity) {
+            await this.contacts.addIdentities(orgId, target.id, [input.identity], trx);
+            changed = true;
+          }
           else if (holders.identity.id !== target.id) opened.push({ kind: 'duplicate', contactId: target.id, otherContactId: holders.identity.id, field: 'identity', currentValue: null, proposedValue: input.identity });
         }
+        if (Object.keys(patch).length > 0) changed = true;
         contact = await this.models.Contact.forOrg(orgId, trx).patchAndFetchById(target.id, { ...patch, lastActivityAt: new Date() });
       }
 
@@ -112,7 +118,7 @@ export class ContactConflicts {
         await this.contacts.notes.create(orgId, contact.id, { ...noteBase, content: text.slice(0, LIMITS.noteLength) }, trx);
       }
       await this.contacts.withIdentities(orgId, [contact], trx);
-      await this.contacts.record(trx, orgId, created ? 'contact.created' : 'contact.updated', contact.id);
+      if (created || changed) await this.contacts.record(trx, orgId, created ? 'contact.created' : 'contact.updated', contact.id);
       return { contact, created, conflicts, relinked, conversation };
     });
 
