@@ -8,6 +8,8 @@ import { uniqueEmail } from './helpers/factories.js';
 import { Api } from './helpers/http.js';
 import { newVisitor, startConversation } from './helpers/live.js';
 import { TEST_AI_SECRET } from './helpers/server.js';
+import { closeAfterEach } from './helpers/socket-acks.js';
+import { connectOk, nextEvent } from './helpers/sockets.js';
 import { as, contactsTenant, createContact, defineAttribute, ok, type ContactsTenant } from './helpers/contacts.js';
 
 const upsert = (body: unknown) => new Api(sharedServer().baseUrl).post('/contacts/ai/upsert', body, { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } });
@@ -82,5 +84,64 @@ describe('Contacts: conflicts, word by word', () => {
     ok(await upsert({ organizationId: t.owner.orgId, conversationId, topics: ['billing', 'tax'] }), 200);
     const notes = ok(await as(t.agent).get(`/contacts/${c.id}/notes`), 200).map((n: any) => n.content);
     expect(notes.sort()).to.deep.equal(['Summary: Asked about invoices', 'Topics: billing, tax']);
+  });
+
+  it('a phone another contact holds opens a duplicate conflict naming it; nothing is written over', async () => {
+    const holder = await createContact(t.agent, { name: 'Phone Holder', phone: '+1 415 555 0142' });
+    const c = await createContact(t.agent, { name: 'Phone Seeker' });
+    const conversationId = await linked(c.id);
+    const { contact, conflicts } = ok(await upsert({ organizationId: t.owner.orgId, conversationId, phone: '+1 (415) 555-0142' }), 200);
+    expect(conflicts.map((x: any) => [x.kind, x.field, x.contactId, x.otherContactId, x.currentValue])).to.deep.equal([['duplicate', 'phone', c.id, holder.id, null]]);
+    expect(contact).to.include({ id: c.id, phone: null });
+  });
+
+  it('fills the attributes a contact lacks, keeps the ones it has (a conflict for a different value)', async () => {
+    await defineAttribute(t.admin, { key: 'seats', label: 'Seats', type: 'number' });
+    const c = await createContact(t.agent, { name: 'Attributed', attributes: { plan: 'pro' } });
+    const conversationId = await linked(c.id);
+    const { contact, conflicts } = ok(await upsert({ organizationId: t.owner.orgId, conversationId, attributes: { plan: 'free', seats: 12 } }), 200);
+    expect(contact.attributes).to.deep.equal({ plan: 'pro', seats: 12 });
+    expect(conflicts.map((x: any) => [x.field, x.currentValue, x.proposedValue])).to.deep.equal([['attributes.plan', 'pro', 'free']]);
+    expect(ok(await as(t.agent).get(`/contacts/${c.id}`), 200).attributes).to.deep.equal({ plan: 'pro', seats: 12 });
+  });
+
+  it('cuts a summary-and-topics note to the longest note a contact may hold', async () => {
+    const c = await createContact(t.agent, { name: 'Long Talker' });
+    const conversationId = await linked(c.id);
+    const summary = 's'.repeat(4000);
+    const topics = Array.from({ length: 20 }, (_, i) => `${i}`.padEnd(100, 't'));
+    ok(await upsert({ organizationId: t.owner.orgId, conversationId, summary, topics }), 200);
+    const [note] = ok(await as(t.agent).get(`/contacts/${c.id}/notes`), 200);
+    expect(note.content).to.have.length(5000);
+    expect(note.content).to.equal(`Summary: ${summary}\nTopics: ${topics.join(', ')}`.slice(0, 5000));
+  });
+});
+
+describe('Contacts: what agents hear of an upsert and a resolution', () => {
+  const track = closeAfterEach();
+
+  it('a conversation linked to another contact by an upsert is announced; so are an applied field and a merged duplicate', async () => {
+    const t = await contactsTenant();
+    const agentSocket = track(await connectOk(sharedServer().baseUrl, t.owner.orgId, t.agent.accessToken));
+    const email = uniqueEmail('known');
+    const known = await createContact(t.agent, { name: 'Known', email });
+    const conversationId = (await startConversation(await newVisitor(t.owner))).conversationId;
+
+    // The conversation had no contact: the upsert links it to the one holding the email.
+    const relinked = nextEvent(agentSocket, 'conversation_updated', (p) => p.conversation.id === conversationId);
+    ok(await upsert({ organizationId: t.owner.orgId, conversationId, email, company: 'KnownCo' }), 200);
+    expect((await relinked).conversation.contactId).to.equal(known.id);
+
+    const proposal = ok(await upsert({ organizationId: t.owner.orgId, conversationId, company: 'OtherCo' }), 200).conflicts[0];
+    const updated = nextEvent(agentSocket, 'contact_updated', (p) => p.contact.id === known.id);
+    ok(await as(t.agent).post(`/contacts/conflicts/${proposal.id}/resolve`, { action: 'apply' }), 200);
+    expect((await updated).contact).to.include({ id: known.id, company: 'OtherCo' });
+
+    const newer = await createContact(t.agent, { name: 'Newer', phone: '+1 415 555 0177' });
+    const duplicate = ok(await upsert({ organizationId: t.owner.orgId, conversationId, phone: '+14155550177' }), 200).conflicts[0];
+    expect(duplicate).to.include({ kind: 'duplicate', otherContactId: newer.id });
+    const merged = nextEvent(agentSocket, 'contact_merged', (p) => p.contact.id === known.id);
+    ok(await as(t.agent).post(`/contacts/conflicts/${duplicate.id}/resolve`, { action: 'apply' }), 200);
+    expect((await merged).sourceContactId).to.equal(newer.id);
   });
 });
