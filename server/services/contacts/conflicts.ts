@@ -101,8 +101,7 @@ export class ContactConflicts {
           if (!holders.identity) {
             await this.contacts.addIdentities(orgId, target.id, [input.identity], trx);
             changed = true;
-          }
-          else if (holders.identity.id !== target.id) opened.push({ kind: 'duplicate', contactId: target.id, otherContactId: holders.identity.id, field: 'identity', currentValue: null, proposedValue: input.identity });
+          } else if (holders.identity.id !== target.id) opened.push({ kind: 'duplicate', contactId: target.id, otherContactId: holders.identity.id, field: 'identity', currentValue: null, proposedValue: input.identity });
         }
         if (Object.keys(patch).length > 0) changed = true;
         contact = await this.models.Contact.forOrg(orgId, trx).patchAndFetchById(target.id, { ...patch, lastActivityAt: new Date() });
