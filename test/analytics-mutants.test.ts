@@ -8,6 +8,7 @@ import { sharedServer } from './helpers/hooks.js';
 import { captureLogs } from './helpers/logs.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { withClockAhead, withClockAt } from './helpers/clock.js';
+import { refuseWrites } from './helpers/refusals.js';
 
 const get = async (who: SignedUp, path: string) => who.api.get(path, { token: who.accessToken });
 
@@ -228,16 +229,14 @@ describe('Analytics: the message rollup job of a running server', function () {
     }
     expect(scheduled.map((s) => s.ms)).to.deep.equal([15_000]);
     // A run that fails (the database refuses to move the watermark) is logged, and the job goes on.
-    await knex.raw(`create or replace function rollup_state_refused() returns trigger language plpgsql as $$ begin raise exception 'rollup state is read-only'; end $$`);
-    await knex.raw('create trigger rollup_state_refused before update on message_rollup_state for each row execute function rollup_state_refused()');
+    const refusal = await refuseWrites(knex, { table: 'message_rollup_state', on: 'update', message: 'rollup state is read-only' });
     try {
       for (let i = 0; i < 100 && !logs.matching(40, 'rolling up message counts failed').length; i++) {
         scheduled[0]!.tick();
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     } finally {
-      await knex.raw('drop trigger rollup_state_refused on message_rollup_state');
-      await knex.raw('drop function rollup_state_refused()');
+      await refusal.lift();
     }
     const [warned] = logs.matching(40, 'rolling up message counts failed');
     expect((warned?.err as { message?: string } | undefined)?.message).to.match(/rollup state is read-only/);

@@ -7,6 +7,7 @@ import { signUp, type SignedUp } from './helpers/factories.js';
 import { sharedServer } from './helpers/hooks.js';
 import { expectError } from './helpers/tenancy.js';
 import { waitFor } from './helpers/wait.js';
+import { refuseWrites } from './helpers/refusals.js';
 
 async function createKey(owner: SignedUp, scopes: string[]): Promise<{ id: string; token: string }> {
   const res = await owner.api.post('/api-keys', { name: 'Mutants bot', scopes }, { token: owner.accessToken });
@@ -77,22 +78,17 @@ describe('API key rules (mutation tests)', () => {
   it('writes lastUsedAt at the next use when the write failed', async () => {
     const key = await createKey(owner, ['contacts:read']);
     // A trigger refuses this key's writes and counts the attempts (a sequence survives the rollback).
-    const name = `fail_touch_${key.id.replace(/-/g, '')}`;
-    await knex().raw(`create sequence ${name}`);
-    await knex().raw(`create function ${name}() returns trigger language plpgsql as $$ begin perform nextval('${name}'); raise exception 'refused'; end $$`);
-    await knex().raw(`create trigger ${name} before update on api_keys for each row when (old.id = '${key.id}') execute function ${name}()`);
+    const refusal = await refuseWrites(knex(), { table: 'api_keys', on: 'update', when: `old.id = '${key.id}'`, message: 'refused' });
     try {
       const start = Date.now() - 1_000;
       expect((await owner.api.get('/contacts', { token: key.token })).status).to.equal(200);
-      await waitFor(async () => (await knex().raw(`select is_called as called from ${name}`)).rows[0].called, { timeoutMs: 5_000, what: 'the refused write' });
+      await waitFor(() => refusal.refusedAny(), { timeoutMs: 5_000, what: 'the refused write' });
       expect(await lastUsedAt(key.id)).to.equal(null);
-      await knex().raw(`drop trigger ${name} on api_keys`);
+      await refusal.lift();
       expect((await owner.api.get('/contacts', { token: key.token })).status).to.equal(200);
       await writtenAfter(key.id, start, 'the use after the failed write recorded');
     } finally {
-      await knex().raw(`drop trigger if exists ${name} on api_keys`);
-      await knex().raw(`drop function if exists ${name}()`);
-      await knex().raw(`drop sequence if exists ${name}`);
+      await refusal.lift();
     }
   });
 });

@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from './helpers/server.js';
 import { ok } from './helpers/tickets.js';
 import { inboundEvents, mime, postSignedMail, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
 import { INBOUND_QUEUE } from '../server/services/channels/index.js';
+import { refuseWrites } from './helpers/refusals.js';
 
 describe('Channels: an inbound event that fails once', function () {
   this.timeout(120_000);
@@ -30,16 +31,7 @@ describe('Channels: an inbound event that fails once', function () {
 
   it('is tried again later, and its message then joins a conversation once', async () => {
     const { knex } = test.server.db;
-    const fn = `inbound_retry_fail_${owner.orgId.replace(/-/g, '')}`;
-    await knex.raw(`create function ${fn}() returns trigger language plpgsql as $$ begin raise exception 'injected failure'; end $$`);
-    await knex.raw(`create trigger ${fn} before insert on messages for each row when (new.organization_id = '${owner.orgId}') execute function ${fn}()`);
-    let dropped = false;
-    const drop = async () => {
-      if (dropped) return;
-      dropped = true;
-      await knex.raw(`drop trigger ${fn} on messages`);
-      await knex.raw(`drop function ${fn}()`);
-    };
+    const refusal = await refuseWrites(knex, { table: 'messages', on: 'insert', when: `new.organization_id = '${owner.orgId}'` });
     try {
       const raw = mime({ from: 'ada@customer.test', subject: 'Order 12', text: 'Where is my parcel?', messageId: `<${randomUUID()}@customer.test>` });
       expect(ok(await postSignedMail(owner.api, channelId, secret, raw), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
@@ -56,7 +48,7 @@ describe('Channels: an inbound event that fails once', function () {
       expect(await knex('conversations').where({ organizationId: owner.orgId })).to.deep.equal([]);
 
       // The database takes writes again; the retry (made due now rather than waited for) processes the event.
-      await drop();
+      await refusal.lift();
       await knex('jobs').where({ id: job.id }).update({ run_at: knex.fn.now() });
       await quiesce(test.server, owner.orgId);
       [event] = await inboundEvents(test.server, channelId);
@@ -66,7 +58,7 @@ describe('Channels: an inbound event that fails once', function () {
       const messages = await knex('messages').where({ organizationId: owner.orgId, conversationId: event!.conversationId });
       expect(messages.map((m: { content: string }) => m.content)).to.deep.equal(['Order 12\n\nWhere is my parcel?']);
     } finally {
-      await drop();
+      await refusal.lift();
     }
   });
 });

@@ -9,6 +9,7 @@ import { signUp, type SignedUp } from './helpers/factories.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { ok } from './helpers/tickets.js';
 import { inboundEvents, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
+import { refuseWrites } from './helpers/refusals.js';
 
 describe('Channels: inbound SMTP recipients and refusals', function () {
   this.timeout(120_000);
@@ -147,17 +148,14 @@ describe('Channels: inbound SMTP recipients and refusals', function () {
   it('answers 451 (try again later) for a mail it could not store, and stores it when it comes again', async () => {
     const channel = await emailChannel();
     const { knex } = test.server.db;
-    const fn = `smtp_store_fail_${owner.orgId.replace(/-/g, '')}`;
-    await knex.raw(`create function ${fn}() returns trigger language plpgsql as $$ begin raise exception 'injected failure'; end $$`);
-    await knex.raw(`create trigger ${fn} before insert on inbound_events for each row when (new.channel_id = '${channel.id}') execute function ${fn}()`);
+    const refusal = await refuseWrites(knex, { table: 'inbound_events', on: 'insert', when: `new.channel_id = '${channel.id}'` });
     const messageId = `<again-${randomUUID()}@customer.test>`;
     try {
       const refused = await send(channel.smtpAddress, messageId);
       expect(refused?.code).to.equal(451);
       expect(refused!.response).to.contain('Try again later');
     } finally {
-      await knex.raw(`drop trigger ${fn} on inbound_events`);
-      await knex.raw(`drop function ${fn}()`);
+      await refusal.lift();
     }
     expect(await inboundEvents(test.server, channel.id)).to.deep.equal([]);
     expect(await send(channel.smtpAddress, messageId)).to.equal(null);

@@ -19,6 +19,7 @@ import { aiClient } from './helpers/tickets.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { captureLogs } from './helpers/logs.js';
 import { waitFor } from './helpers/wait.js';
+import { refuseWrites } from './helpers/refusals.js';
 
 describe('conversations: changes that change nothing', () => {
   const track = closeAfterEach();
@@ -238,16 +239,13 @@ describe('conversations: a new one whose routing or notice fails', function () {
     const owner = await signUp(app.server, app.baseUrl);
     const knex = app.server.db.knex;
     // The database refuses this organization's new-conversation notices: the welcome after the commit fails.
-    await knex.raw(`create or replace function notices_refused() returns trigger language plpgsql as $$ begin
-      if new.organization_id = tg_argv[0]::uuid then raise exception 'notices are refused'; end if; return new; end $$`);
-    await knex.raw(`create trigger notices_refused before insert on notifications for each row execute function notices_refused('${owner.orgId}')`);
+    const refusal = await refuseWrites(knex, { table: 'notifications', on: 'insert', when: `new.organization_id = '${owner.orgId}'`, message: 'notices are refused' });
     let conversationId: string;
     try {
       ({ conversationId } = await startConversation(await newVisitor(owner)));
       await waitFor(async () => logs.matching(50, 'routing a new conversation failed').some((l) => l.conversationId === conversationId), { what: 'the failed welcome logged' });
     } finally {
-      await knex.raw('drop trigger notices_refused on notifications');
-      await knex.raw('drop function notices_refused()');
+      await refusal.lift();
     }
     const [logged] = logs.matching(50, 'routing a new conversation failed').filter((l) => l.conversationId === conversationId);
     expect(logged!.msg).to.equal('routing a new conversation failed');

@@ -5,6 +5,7 @@ import { sharedServer } from './helpers/hooks.js';
 import { signUp, type SignedUp } from './helpers/factories.js';
 import { expectError } from './helpers/tenancy.js';
 import { createTicket, events, ok, patchTicket } from './helpers/tickets.js';
+import { refuseWrites } from './helpers/refusals.js';
 
 const SETTABLE = ['open', 'in_progress', 'pending', 'resolved', 'closed'] as const;
 const ALL = [...SETTABLE, 'merged'] as const;
@@ -102,15 +103,12 @@ describe('Tickets: numbers per organization', () => {
     expect(first.number).to.equal(1);
     // The ticket insert fails after the counter moved: the whole create must roll back.
     const knex = server.db.knex;
-    const fn = `tickets_test_fail_${owner.orgId.replace(/-/g, '')}`;
-    await knex.raw(`create function ${fn}() returns trigger language plpgsql as $$ begin if new.title = 'explode' then raise exception 'injected failure'; end if; return new; end $$`);
-    await knex.raw(`create trigger ${fn} before insert on tickets for each row when (new.organization_id = '${owner.orgId}') execute function ${fn}()`);
+    const refusal = await refuseWrites(knex, { table: 'tickets', on: 'insert', when: `new.organization_id = '${owner.orgId}' and new.title = 'explode'` });
     try {
       const res = await owner.api.post('/tickets', { title: 'explode' }, { token: owner.accessToken });
       expectError(res, 500, 'internal_error');
     } finally {
-      await knex.raw(`drop trigger ${fn} on tickets`);
-      await knex.raw(`drop function ${fn}()`);
+      await refusal.lift();
     }
     expect((await createTicket(owner)).number).to.equal(2);
     const all = ok(await owner.api.get('/tickets', { token: owner.accessToken }), 200);
@@ -171,14 +169,11 @@ describe('Tickets: merge', () => {
     const targetEvents = await events(owner, target.id);
     // The target's merge event is written after the source changed: make exactly that insert fail.
     const knex = server.db.knex;
-    const fn = `tickets_test_merge_${target.id.replace(/-/g, '')}`;
-    await knex.raw(`create function ${fn}() returns trigger language plpgsql as $$ begin raise exception 'injected failure'; end $$`);
-    await knex.raw(`create trigger ${fn} before insert on ticket_events for each row when (new.ticket_id = '${target.id}' and new.type = 'merged') execute function ${fn}()`);
+    const refusal = await refuseWrites(knex, { table: 'ticket_events', on: 'insert', when: `new.ticket_id = '${target.id}' and new.type = 'merged'` });
     try {
       expectError(await merge(source.id, target.id), 500, 'internal_error');
     } finally {
-      await knex.raw(`drop trigger ${fn} on ticket_events`);
-      await knex.raw(`drop function ${fn}()`);
+      await refusal.lift();
     }
     expect(await get(source.id)).to.deep.equal(source);
     expect(await get(target.id)).to.deep.equal(target);
