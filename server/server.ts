@@ -271,6 +271,8 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
       storageSweep.stop();
       await channels.stop();
       await jobs.stop();
+      // After the jobs: an indexing or sweep job still running reads and deletes through the driver.
+      storageDriver.close();
       webhookDeliverer.close();
       await mailer.stop();
       if (redis) await redis.close();

@@ -228,6 +228,37 @@ describe('storage: an S3 store that refuses the server', function () {
   });
 });
 
+describe('storage: a stopped server lets go of the S3 store', function () {
+  this.timeout(60_000);
+  let s3: FakeS3;
+  before(async () => {
+    s3 = await startFakeS3();
+  });
+  after(() => s3?.stop());
+
+  it('closes its pooled connections to the store when it stops', async () => {
+    const t = await startTestServer(s3.env);
+    try {
+      const owner = await signUp(t.server, t.baseUrl);
+      // Only the server talks to the store: a completion of nothing uploaded asks it for the object (HEAD), over a
+      // pooled keep-alive connection that stays open.
+      const p = await owner.api.post('/storage/presigned-upload', { fileName: 'a.txt', mimeType: 'text/plain', sizeBytes: 5, purpose: 'attachment' }, { token: owner.accessToken });
+      expect(p.status).to.equal(201);
+      const done = await owner.api.post(`/storage/objects/${p.body.data.objectId}/complete`, {}, { token: owner.accessToken });
+      expect(done.status, JSON.stringify(done.body)).to.equal(400);
+      expect(await s3.connections()).to.be.above(0);
+    } finally {
+      await t.stop();
+    }
+    let open = await s3.connections();
+    for (let i = 0; i < 100 && open > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      open = await s3.connections();
+    }
+    expect(open, 'connections left open to the store').to.equal(0);
+  });
+});
+
 describe('storage: local signed URLs and the sweep', () => {
   let owner: SignedUp;
   before(async () => {

@@ -34,6 +34,8 @@ export interface StorageDriver {
   stream(key: string): Promise<Readable>;
   put(key: string, body: Buffer, contentType: string): Promise<void>;
   delete(key: string): Promise<void>;
+  /** Lets go of what the driver holds open (an S3 client's pooled connections), once the server stops. */
+  close(): void;
 }
 
 /** Content-Disposition with a plain ASCII fallback and the UTF-8 name (RFC 6266). */

@@ -89,4 +89,8 @@ export class LocalDriver implements StorageDriver {
   async delete(key: string): Promise<void> {
     await rm(this.pathOf(key), { force: true });
   }
+
+  close(): void {
+    // Files are opened and closed per call: nothing stays open.
+  }
 }

@@ -11,6 +11,8 @@ export const S3_BUCKET = 'support-test';
 export interface FakeS3 {
   env: Record<string, string>;
   stop(): Promise<void>;
+  /** Connections the store holds open from its clients. */
+  connections(): Promise<number>;
 }
 
 /** s3rver (a pure-npm S3 implementation) in a fresh directory, with the test bucket made. */
@@ -18,12 +20,15 @@ export async function startFakeS3(): Promise<FakeS3> {
   const directory = mkdtempSync(path.join(tmpdir(), 'support-s3-'));
   const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: S3_BUCKET, configs: [] }] });
   const { port } = await server.run();
+  // An idle connection stays open until its client closes it (Node's default would close it after 5 s).
+  server.httpServer.keepAliveTimeout = 10 * 60_000;
   return {
     env: { STORAGE_DRIVER: 's3', S3_ENDPOINT: `http://127.0.0.1:${port}`, S3_BUCKET, S3_REGION: 'us-east-1', S3_ACCESS_KEY_ID: 'S3RVER', S3_SECRET_ACCESS_KEY: 'S3RVER', S3_FORCE_PATH_STYLE: 'true' },
     async stop() {
       await server.close();
       rmSync(directory, { recursive: true, force: true });
     },
+    connections: () => new Promise((resolve, reject) => server.httpServer.getConnections((e, n) => (e ? reject(e) : resolve(n)))),
   };
 }
 
