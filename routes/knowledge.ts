@@ -66,7 +66,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
     }),
     defineRoute({
       method: 'post', path: '/knowledge/reindex', operationId: 'reindexAllKnowledge', tag, auth: admin,
-      summary: 'Queue every source of the organization for reindexing (paused and awaiting sources excepted)',
+      summary: 'Queue every source of the organization for reindexing (paused and awaiting sources, and file sources whose file was refused, excepted)',
       response: { status: 202, description: 'Queued', data: object({ queued: { type: 'integer' } }) },
       handler: async ({ orgId }) => ({ message: 'Reindexing queued', data: { queued: await k.reindexAll(orgId) } }),
     }),
@@ -134,7 +134,7 @@ export function knowledgeRoutes(s: RouteServices): AnyRoute[] {
     }),
     defineRoute({
       method: 'post', path: '/knowledge/:documentId/reindex', operationId: 'reindexKnowledge', tag, auth: admin,
-      summary: 'Queue one source for reindexing',
+      summary: 'Queue one source for reindexing (400 for a paused or awaiting source, or a file source whose file was refused)',
       params: params('documentId'),
       response: { status: 202, description: 'Queued', data: KnowledgeSourceView },
       handler: async ({ params: p, orgId }) => ({ message: 'Reindexing queued', data: presentKnowledgeSource(await k.reindex(orgId, p.documentId)) }),

@@ -212,9 +212,24 @@ describe('knowledge sources, rule by rule', function () {
     expect((await owner.api.get(`/knowledge/${lie.body.data.documentId}/view-url`, tok())).body.data).to.deep.equal({ url: null, expiresAt: null });
     const refused = await owner.api.post(`/knowledge/${lie.body.data.documentId}/confirm`, {}, tok());
     expect([refused.status, refused.body.message]).to.deep.equal([400, 'Only file sources are confirmed']);
-    // Reindexed, it fails again at once: it has no file.
-    expect((await owner.api.post(`/knowledge/${lie.body.data.documentId}/reindex`, {}, tok())).status).to.equal(202);
-    expect(await indexed(sharedServer().server, owner, lie.body.data.documentId)).to.include({ status: 'failed', errorMessage: 'The file of this source is missing', chunkCount: 0 });
+    // It is not reindexed, alone or with the others: it has no file, so indexing could only fail again.
+    const reindexed = await owner.api.post(`/knowledge/${lie.body.data.documentId}/reindex`, {}, tok());
+    expect([reindexed.status, reindexed.body.error?.code, reindexed.body.message]).to.deep.equal([400, 'validation_failed', 'A file source whose file was refused is not reindexed']);
+    expect((await owner.api.get(`/knowledge/${lie.body.data.documentId}`, tok())).body.data).to.include({ status: 'failed', errorMessage: 'The uploaded file did not match its declaration' });
+  });
+
+  it('reindexes every source but a file source whose file was refused', async () => {
+    const { server, baseUrl } = sharedServer();
+    const alone = await signUp(server, baseUrl);
+    const text = await createIndexed({ title: 'Kept', source: 'text', content: 'Kept words.' }, alone);
+    const lie = await alone.api.post('/knowledge/request-upload', { title: 'Fake', fileName: 'x.pdf', mimeType: 'application/pdf', sizeBytes: 20 }, { token: alone.accessToken });
+    await fetch(reachable(lie.body.data.upload.url, baseUrl), { method: 'PUT', headers: lie.body.data.upload.headers, body: 'just some plain text' });
+    expect((await alone.api.post(`/knowledge/${lie.body.data.documentId}/confirm`, {}, { token: alone.accessToken })).status).to.equal(400);
+    const all = await alone.api.post('/knowledge/reindex', {}, { token: alone.accessToken });
+    expect([all.status, all.body.data]).to.deep.equal([202, { queued: 1 }]);
+    expect((await indexed(server, alone, text.id)).status).to.equal('indexed');
+    const refused = (await alone.api.get(`/knowledge/${lie.body.data.documentId}`, { token: alone.accessToken })).body.data;
+    expect(refused).to.include({ status: 'failed', errorMessage: 'The uploaded file did not match its declaration' });
   });
 
   it('deletes a text source with its chunks', async () => {

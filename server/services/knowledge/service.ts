@@ -170,6 +170,8 @@ export class KnowledgeService {
     return this.deps.knex.transaction(async (trx) => {
       const source = await this.get(orgId, id, trx);
       if (source.status === 'awaiting_upload' || source.status === 'paused') throw new ValidationFailed(`A ${source.status} source is not reindexed`, [{ field: 'documentId', message: source.status }]);
+      // Its file was refused and deleted: indexing could only fail again. A new upload is a new source.
+      if (source.source === 'file' && !source.objectId) throw new ValidationFailed('A file source whose file was refused is not reindexed', [{ field: 'documentId', message: 'has no file' }]);
       const queued = await this.models.KnowledgeSource.forOrg(orgId, trx).patchAndFetchById(id, { status: 'queued' });
       await this.deps.indexer.enqueue(queued, trx);
       return queued;
@@ -179,7 +181,7 @@ export class KnowledgeService {
   /** Queues every source that can be indexed; returns how many. */
   async reindexAll(orgId: string): Promise<number> {
     return this.deps.knex.transaction(async (trx) => {
-      const sources = await this.models.KnowledgeSource.forOrg(orgId, trx).whereNotIn('status', ['awaiting_upload', 'paused']);
+      const sources = await this.models.KnowledgeSource.forOrg(orgId, trx).whereNotIn('status', ['awaiting_upload', 'paused']).whereNot((q) => q.where('source', 'file').whereNull('objectId'));
       for (const source of sources) await this.deps.indexer.enqueue(source, trx);
       await this.models.KnowledgeSource.forOrg(orgId, trx).whereIn('id', sources.map((s) => s.id)).patch({ status: 'queued' });
       return sources.length;
