@@ -57,7 +57,7 @@ export interface Config {
    */
   socketAdmission: { backlog: number; maxWaitMs: number };
   /** Knowledge indexing jobs run at once per instance; URL sources may reach private addresses only when allowed (tests). */
-  knowledge: { workers: number; fetchAllowPrivate: boolean };
+  knowledge: { workers: number; fetchAllowPrivate: boolean; fetchTimeoutMs: number };
   /**
    * The background queues this instance works on (null: all of them). Instances that only answer requests, or
    * workers for one kind of job, share the database; every instance still writes jobs of every queue.
@@ -274,7 +274,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhooks: { allowPrivate: bool('WEBHOOKS_ALLOW_PRIVATE', false), timeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 50, 60_000) },
     // The default backlog is what the caller lookup has in flight (two statements of 200 callers, auth/actor.ts).
     socketAdmission: { backlog: int('SOCKET_HANDSHAKE_BACKLOG', 400, 1, 1_000_000), maxWaitMs: int('SOCKET_HANDSHAKE_MAX_WAIT_MS', 2_000, 100, 600_000) },
-    knowledge: { workers: int('KNOWLEDGE_WORKERS', 2, 1, 32), fetchAllowPrivate: bool('KNOWLEDGE_FETCH_ALLOW_PRIVATE', false) },
+    knowledge: { workers: int('KNOWLEDGE_WORKERS', 2, 1, 32), fetchAllowPrivate: bool('KNOWLEDGE_FETCH_ALLOW_PRIVATE', false), fetchTimeoutMs: int('KNOWLEDGE_FETCH_TIMEOUT_MS', 15_000, 100, 120_000) },
     aiAssistUrl: url('AI_ASSIST_URL', ['http:', 'https:']),
     jobQueues: jobQueuesOf(str('JOB_QUEUES'), problems),
   };

@@ -106,7 +106,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
   const storage = new StorageService({ models: db.models, knex: db.knex, driver: storageDriver, organizations, referencedBy });
   const attachments = new MessageAttachments({ models: db.models, driver: storageDriver });
   const storageSweep = defineStorageSweep(jobs, storage, logger);
-  const indexer = new KnowledgeIndexer({ models: db.models, knex: db.knex, driver: storageDriver, events, logger, jobs, workers: config.knowledge.workers, allowPrivate: config.knowledge.fetchAllowPrivate, notifications });
+  const indexer = new KnowledgeIndexer({ models: db.models, knex: db.knex, driver: storageDriver, events, logger, jobs, workers: config.knowledge.workers, allowPrivate: config.knowledge.fetchAllowPrivate, fetchTimeoutMs: config.knowledge.fetchTimeoutMs, notifications });
   const knowledge = new KnowledgeService({ models: db.models, knex: db.knex, statement: db.statement, storage, organizations, indexer, allowPrivate: config.knowledge.fetchAllowPrivate });
   const unanswered = new UnansweredQuestions({ models: db.models, knex: db.knex, events, knowledge });
   const assist = new AssistService({ models: db.models, knex: db.knex, statement: db.statement, logger, aiAssistUrl: config.aiAssistUrl, aiToolSecret: config.aiToolSecret });

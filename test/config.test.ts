@@ -61,6 +61,7 @@ describe('config', () => {
       expect(config.accessTokenTtlSeconds).to.equal(15 * 60);
       expect(config.refreshTokenTtlSeconds).to.equal(30 * 24 * 3600);
       expect(config.widgetTokenTtlSeconds).to.equal(24 * 3600);
+      expect(config.knowledge).to.deep.equal({ workers: 2, fetchAllowPrivate: false, fetchTimeoutMs: 15_000 });
       expect(config.secrets).to.deep.equal({ access: SECRETS.JWT_ACCESS_SECRET, refresh: SECRETS.JWT_REFRESH_SECRET, widget: SECRETS.WIDGET_JWT_SECRET });
     });
 
@@ -84,6 +85,7 @@ describe('config', () => {
         ACCESS_TOKEN_TTL: '5m',
         MIGRATE_ON_START: 'false',
         DATABASE_PREPARED_STATEMENTS: 'false',
+        KNOWLEDGE_FETCH_TIMEOUT_MS: '30000',
       });
       expect(config.port).to.equal(4000);
       expect(config.host).to.equal('127.0.0.1');
@@ -101,6 +103,7 @@ describe('config', () => {
       expect(config.accessTokenTtlSeconds).to.equal(300);
       expect(config.migrateOnStart).to.equal(false);
       expect(config.preparedStatements).to.equal(false);
+      expect(config.knowledge.fetchTimeoutMs).to.equal(30_000);
       expect(loadConfig({ ...SECRETS, DATA_DIR: dir }).preparedStatements).to.equal(true);
       expect(existsSync(path.join(dir, 'secrets.json')), 'no secrets generated when all are given').to.equal(false);
     });
@@ -137,6 +140,7 @@ describe('config', () => {
       ['BCRYPT_COST', ['twelve', '3', '16', '12.5']],
       ['LOG_LEVEL', ['loud', 'verbose']],
       ['JOB_QUEUES', ['mail,-knowledge-index', '-a,b']],
+      ['KNOWLEDGE_FETCH_TIMEOUT_MS', ['99', '120001', 'soon']],
     ];
     for (const [name, values] of cases) {
       it(`refuses a bad ${name}, naming it`, () => {

@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { isPublicAddress } from '../server/addresses.js';
 import { fetchPage, MAX_PAGE_BYTES, resolvePublic, sameHostLinks, UnsafeUrl } from '../server/services/knowledge/fetch.js';
+import { signUp } from './helpers/factories.js';
+import { startTestServer } from './helpers/server.js';
 
 const refusal = async (promise: Promise<unknown>) => {
   const err = await promise.then(() => null, (e: Error) => e);
@@ -95,6 +97,14 @@ describe('knowledge URL fetcher', function () {
           case '/choices': return void res.writeHead(300, { location: '/page' }).end();
           case '/choices-bare': return void res.writeHead(300).end();
           case '/bad-with-location': return void res.writeHead(400, { location: '/page' }).end();
+          // Headers at once, then a byte every 20 ms for as long as the client listens.
+          case '/drip': {
+            res.writeHead(200, { 'content-type': 'text/plain' });
+            const drip = setInterval(() => res.write('.'), 20);
+            return void res.on('close', () => clearInterval(drip));
+          }
+          // Never answers (the client gives up).
+          case '/silent': return void req.on('close', () => res.destroy());
           case '/size': return void res.writeHead(200, { 'content-type': 'text/plain' }).end(Buffer.alloc(Number(url.searchParams.get('n')), 'a'));
           default: return void res.writeHead(404).end();
         }
@@ -144,6 +154,36 @@ describe('knowledge URL fetcher', function () {
       expect((await fetchPage(`${base}/choices`, { allowPrivate: true })).body.toString()).to.equal('<p>Hello</p>');
       for (const [path, status] of [['choices-bare', 300], ['bad-with-location', 400]] as const) {
         expect((await refusal(fetchPage(`${base}/${path}`, { allowPrivate: true }))).message, path).to.equal(`the page answered ${status}`);
+      }
+    });
+
+    it('gives a page its time in all, not per read: a server sending a byte now and then is cut off', async () => {
+      for (const path of ['drip', 'silent']) {
+        const err = await refusal(fetchPage(`${base}/${path}`, { allowPrivate: true, timeoutMs: 300 }));
+        expect([err instanceof UnsafeUrl, err.message], path).to.deep.equal([false, 'the page took longer than 300 ms']);
+      }
+      // A page that is quick enough is read whole under the same limit.
+      expect((await fetchPage(`${base}/page`, { allowPrivate: true, timeoutMs: 300 })).body.toString()).to.equal('<p>Hello</p>');
+    });
+
+    it('gives a URL source\'s pages the time KNOWLEDGE_FETCH_TIMEOUT_MS says', async function () {
+      // Its own server: the embedded database takes seconds to start on a busy machine.
+      this.timeout(120_000);
+      const t = await startTestServer({ KNOWLEDGE_FETCH_TIMEOUT_MS: '300', KNOWLEDGE_FETCH_ALLOW_PRIVATE: 'true' });
+      try {
+        const owner = await signUp(t.server, t.baseUrl);
+        const created = await owner.api.post('/knowledge', { title: 'Dripping', source: 'url', url: `${base}/drip` }, { token: owner.accessToken });
+        expect(created.status, JSON.stringify(created.body)).to.equal(201);
+        // The first attempt fails on the deadline and is retried later; its error is the job's, and names the time
+        // given (15000 ms had the setting been ignored).
+        let job: { lastError: string | null } | undefined;
+        for (let i = 0; i < 1200 && !job?.lastError; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          job = await t.server.db.knex('jobs').whereRaw(`payload->>'sourceId' = ?`, [created.body.data.id]).first();
+        }
+        expect(job?.lastError).to.contain('the page took longer than 300 ms');
+      } finally {
+        await t.stop();
       }
     });
 

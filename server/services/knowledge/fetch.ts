@@ -7,7 +7,8 @@ import { ValidationFailed } from '../../errors.js';
 
 export const MAX_PAGE_BYTES = 5 * 1024 * 1024;
 export const MAX_PAGES = 100;
-const TIMEOUT_MS = 15_000;
+/** The most one page may take, from the connection to its last byte, unless the server is configured otherwise. */
+export const PAGE_TIMEOUT_MS = 15_000;
 const MAX_REDIRECTS = 5;
 
 export class UnsafeUrl extends ValidationFailed {
@@ -38,15 +39,20 @@ export interface FetchedPage {
   body: Buffer;
 }
 
-/** GET one page through the checked address, at most 5 MiB, following redirects (each checked again). */
-export async function fetchPage(raw: string, opts: { allowPrivate?: boolean; maxBytes?: number } = {}): Promise<FetchedPage> {
+/**
+ * GET one page through the checked address, at most 5 MiB, following redirects (each checked again). Each hop has
+ * `timeoutMs` in all, not per read: a server sending a byte now and then cannot hold an indexing worker for hours.
+ */
+export async function fetchPage(raw: string, opts: { allowPrivate?: boolean; maxBytes?: number; timeoutMs?: number } = {}): Promise<FetchedPage> {
+  const timeoutMs = opts.timeoutMs ?? PAGE_TIMEOUT_MS;
   let current = raw;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
     const { url, address, family } = await resolvePublic(current, opts);
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const tooLong = (err: unknown) => (deadline.aborted ? new Error(`the page took longer than ${timeoutMs} ms`) : err);
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = (url.protocol === 'https:' ? https : http).get(url, { lookup: pinnedLookup(address, family), timeout: TIMEOUT_MS, headers: { 'user-agent': 'SupportPlatformKnowledgeBot/1.0', accept: 'text/html,text/plain,application/pdf;q=0.9,*/*;q=0.5' } }, resolve);
-      req.on('timeout', () => req.destroy(new Error('the page took too long')));
-      req.on('error', reject);
+      const req = (url.protocol === 'https:' ? https : http).get(url, { lookup: pinnedLookup(address, family), signal: deadline, headers: { 'user-agent': 'SupportPlatformKnowledgeBot/1.0', accept: 'text/html,text/plain,application/pdf;q=0.9,*/*;q=0.5' } }, resolve);
+      req.on('error', (err) => reject(tooLong(err)));
     });
     const status = res.statusCode ?? 0;
     if (status >= 300 && status < 400 && res.headers.location) {
@@ -61,13 +67,17 @@ export async function fetchPage(raw: string, opts: { allowPrivate?: boolean; max
     const limit = opts.maxBytes ?? MAX_PAGE_BYTES;
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of res as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > limit) {
-        res.destroy();
-        throw new UnsafeUrl(`the page is larger than ${limit} bytes`);
+    try {
+      for await (const chunk of res as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > limit) {
+          res.destroy();
+          throw new UnsafeUrl(`the page is larger than ${limit} bytes`);
+        }
+        chunks.push(chunk);
       }
-      chunks.push(chunk);
+    } catch (err) {
+      throw tooLong(err);
     }
     return { url: url.toString(), contentType: String(res.headers['content-type'] ?? 'text/html'), body: Buffer.concat(chunks) };
   }

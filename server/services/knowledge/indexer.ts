@@ -35,6 +35,8 @@ export interface IndexerDeps {
   jobs: JobQueue;
   workers: number;
   allowPrivate: boolean;
+  /** The most one page of a URL source may take (KNOWLEDGE_FETCH_TIMEOUT_MS; 15 s when not given). */
+  fetchTimeoutMs?: number;
   notifications: NotificationService;
 }
 
@@ -153,7 +155,7 @@ export class KnowledgeIndexer {
     for (let i = 0; i < queue.length && texts.length < pageLimit; i++) {
       const { url, depth } = queue[i]!;
       try {
-        const page = await fetchPage(url, { allowPrivate: this.deps.allowPrivate });
+        const page = await fetchPage(url, { allowPrivate: this.deps.allowPrivate, timeoutMs: this.deps.fetchTimeoutMs });
         const type = page.contentType.split(';')[0]!.trim().toLowerCase();
         const html = type === 'text/html' || type === 'application/xhtml+xml' ? page.body.toString('utf8') : null;
         texts.push(html !== null ? htmlToText(html) : await extractText(page.body, type));
