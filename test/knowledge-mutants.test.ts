@@ -420,6 +420,15 @@ describe('knowledge URL sources', function () {
         const answer = () => (req.url === '/slow' ? res.writeHead(200, { 'content-type': 'text/html' }).end(html('<p>Tide tables for sailors.</p>')) : res.writeHead(404).end());
         return void slowStarted(answer, req.url ?? '');
       }
+      // Each page 200 ms late, linking to nine more.
+      const lagging = /^\/lagging\/(\d+)$/.exec(req.url ?? '');
+      if (lagging) {
+        const links = Array.from({ length: 9 }, (_, k) => `<a href="/lagging/${k + 1}">${k + 1}</a>`).join(' ');
+        return void setTimeout(() => res.writeHead(200, { 'content-type': 'text/html' }).end(html(`<p>Lagword${lagging[1]}x.</p> ${links}`)), 200);
+      }
+      // A page linking to one that never answers.
+      if (req.url === '/before-hanging') return void res.writeHead(200, { 'content-type': 'text/html' }).end(html('<p>Mooring lines.</p> <a href="/hanging">next</a>'));
+      if (req.url === '/hanging') return void req.on('close', () => res.destroy());
       const word = /^\/word\/(\w+)$/.exec(req.url ?? '');
       if (word) return void res.writeHead(200, { 'content-type': 'text/html' }).end(html(`<p>Codeword ${word[1]}ish.</p>`));
       const page = pages[req.url ?? ''];
@@ -521,11 +530,11 @@ describe('knowledge URL sources', function () {
 
   // Written and run directly: on a shared database another instance (not allowed private addresses) could claim a
   // queued job of this server.
-  const runDirect = async (row: Record<string, unknown>, opts: { attempt?: number; allowPrivate?: boolean; deleted?: boolean } = {}) => {
+  const runDirect = async (row: Record<string, unknown>, opts: { attempt?: number; allowPrivate?: boolean; deleted?: boolean; crawlBudgetMs?: number; fetchTimeoutMs?: number } = {}) => {
     const [source] = await t.server.db.knex('knowledge_sources').insert({ organizationId: owner.orgId, title: 'Direct', source: 'url', status: 'queued', fetchMode: 'single', crawlDepth: 0, maxPages: 100, ...row }).returning('id');
     if (opts.deleted) await t.server.db.knex('knowledge_sources').where({ id: source.id }).delete();
     const jobs = new JobQueue(t.server.db.knex, t.server.logger);
-    const indexer = new KnowledgeIndexer({ models: t.server.db.models, knex: t.server.db.knex, driver: t.server.services.storage.driver, events: t.server.events, logger: t.server.logger, jobs, workers: 1, allowPrivate: opts.allowPrivate ?? true, notifications: t.server.services.notifications });
+    const indexer = new KnowledgeIndexer({ models: t.server.db.models, knex: t.server.db.knex, driver: t.server.services.storage.driver, events: t.server.events, logger: t.server.logger, jobs, workers: 1, allowPrivate: opts.allowPrivate ?? true, crawlBudgetMs: opts.crawlBudgetMs, fetchTimeoutMs: opts.fetchTimeoutMs, notifications: t.server.services.notifications });
     indexer.outbox = t.server.services.webhooks;
     const error = await indexer.run({ id: 'direct', queue: 'knowledge-index', organizationId: owner.orgId, payload: { sourceId: source.id }, attempt: opts.attempt ?? 1 }).then(() => null, (err: Error) => err);
     const doc = (await owner.api.get(`/knowledge/${source.id}`, { token: owner.accessToken })).body.data as Record<string, any>;
@@ -545,6 +554,25 @@ describe('knowledge URL sources', function () {
     }
     const gone = await runDirect({ url: siteUrl }, { deleted: true });
     expect(gone.error).to.equal(null);
+  });
+
+  it('stops a crawl that runs out of time and indexes the pages it fetched', async () => {
+    // Every page takes at least 200 ms: within 500 ms at most the start page and two more can be read.
+    const lagging = await runDirect({ url: `${siteUrl}lagging/0`, fetchMode: 'crawl', crawlDepth: 1 }, { crawlBudgetMs: 500 });
+    expect(lagging.error).to.equal(null);
+    expect(lagging.doc.status, JSON.stringify(lagging.doc)).to.equal('indexed');
+    const words = await found(lagging.id, Array.from({ length: 10 }, (_, k) => `lagword${k}x`));
+    expect(words[0]).to.equal('lagword0x');
+    expect(words.length).to.be.within(1, 3);
+    // Given the time, the same crawl reads every page.
+    const whole = await runDirect({ url: `${siteUrl}lagging/0`, fetchMode: 'crawl', crawlDepth: 1 });
+    expect(await found(whole.id, Array.from({ length: 10 }, (_, k) => `lagword${k}x`))).to.have.length(10);
+    // A later page gets only what is left of the crawl's time, not its own minute: the run ends long before it.
+    const started = Date.now();
+    const cut = await runDirect({ url: `${siteUrl}before-hanging`, fetchMode: 'crawl', crawlDepth: 1 }, { crawlBudgetMs: 500, fetchTimeoutMs: 60_000 });
+    expect(Date.now() - started, 'the run waited for the page\'s own time').to.be.below(30_000);
+    expect([cut.error, cut.doc.status]).to.deep.equal([null, 'indexed']);
+    expect(await found(cut.id, ['mooring'])).to.deep.equal(['mooring']);
   });
 
   it('crawls same-host links breadth first to the depth asked, skipping a later page that fails', async () => {

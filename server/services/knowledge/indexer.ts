@@ -13,13 +13,17 @@ import type { StorageDriver } from '../../storage/driver.js';
 import type { NotificationService } from '../notifications.js';
 import type { Outbox } from '../webhooks/index.js';
 import { chunkText } from './chunking.js';
-import { fetchPage, MAX_PAGES, sameHostLinks, UnsafeUrl } from './fetch.js';
+import { fetchPage, MAX_PAGES, PAGE_TIMEOUT_MS, sameHostLinks, UnsafeUrl } from './fetch.js';
 import { extractText, htmlToText } from './parsers.js';
 
 export const KNOWLEDGE_QUEUE = 'knowledge-index';
 const RETRY_DELAYS = [30, 120, 600];
 /** Chunks written per INSERT, and how often progress is reported. */
 const BATCH = 200;
+/** A run holds its job this long; past it another worker may take the job over and index the source again. */
+const LEASE_SECONDS = 300;
+/** A crawl fetches no further page after this long, so the run ends (and writes) well inside its lease. */
+const CRAWL_BUDGET_MS = (LEASE_SECONDS - 60) * 1000;
 const SYNC_PERIOD_DAYS: Record<string, number> = { daily: 1, weekly: 7, monthly: 30 };
 
 export interface IndexPayload {
@@ -37,6 +41,8 @@ export interface IndexerDeps {
   allowPrivate: boolean;
   /** The most one page of a URL source may take (KNOWLEDGE_FETCH_TIMEOUT_MS; 15 s when not given). */
   fetchTimeoutMs?: number;
+  /** How long a crawl goes on fetching pages (4 minutes when not given). */
+  crawlBudgetMs?: number;
   notifications: NotificationService;
 }
 
@@ -53,7 +59,7 @@ export class KnowledgeIndexer {
   outbox: Outbox | null = null;
 
   constructor(private readonly deps: IndexerDeps) {
-    deps.jobs.define<IndexPayload>({ queue: KNOWLEDGE_QUEUE, handle: (job) => this.run(job), retryDelaysSeconds: RETRY_DELAYS, leaseSeconds: 300, concurrency: deps.workers });
+    deps.jobs.define<IndexPayload>({ queue: KNOWLEDGE_QUEUE, handle: (job) => this.run(job), retryDelaysSeconds: RETRY_DELAYS, leaseSeconds: LEASE_SECONDS, concurrency: deps.workers });
   }
 
   /** Queues (re)indexing of a source, in the caller's transaction; one pending job per source. */
@@ -152,10 +158,18 @@ export class KnowledgeIndexer {
     const seen = new Set([start]);
     const queue = [{ url: start, depth: 0 }];
     const texts: string[] = [];
+    const fetchTimeoutMs = this.deps.fetchTimeoutMs ?? PAGE_TIMEOUT_MS;
+    const endsAt = Date.now() + (this.deps.crawlBudgetMs ?? CRAWL_BUDGET_MS);
     for (let i = 0; i < queue.length && texts.length < pageLimit; i++) {
       const { url, depth } = queue[i]!;
+      // The start page gets its full time; later pages only what is left of the crawl's, and none once it is spent.
+      const left = endsAt - Date.now();
+      if (i > 0 && left <= 0) {
+        this.deps.logger.info({ sourceId: source.id, pages: texts.length, left: queue.length - i }, 'a crawl ran out of time: the pages fetched are indexed');
+        break;
+      }
       try {
-        const page = await fetchPage(url, { allowPrivate: this.deps.allowPrivate, timeoutMs: this.deps.fetchTimeoutMs });
+        const page = await fetchPage(url, { allowPrivate: this.deps.allowPrivate, timeoutMs: i === 0 ? fetchTimeoutMs : Math.min(fetchTimeoutMs, left) });
         const type = page.contentType.split(';')[0]!.trim().toLowerCase();
         const html = type === 'text/html' || type === 'application/xhtml+xml' ? page.body.toString('utf8') : null;
         texts.push(html !== null ? htmlToText(html) : await extractText(page.body, type));
