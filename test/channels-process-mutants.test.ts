@@ -7,7 +7,8 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
-import { startTestServer, type TestServer } from './helpers/server.js';
+import { startTestServer, TEST_AI_SECRET, type TestServer } from './helpers/server.js';
+import { Api } from './helpers/http.js';
 import { createTicket, ok } from './helpers/tickets.js';
 import { inboundEvents, postSignedMail, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.js';
 import { fakeProvider } from './helpers/providers.js';
@@ -24,7 +25,7 @@ describe('Channels: where an inbound message goes', function () {
 
   before(async () => {
     graph = await fakeProvider(() => ({ status: 200, body: { messaging_product: 'whatsapp', messages: [{ id: `wamid.OUT-${randomUUID()}` }] } }));
-    test = await startTestServer({ ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, WHATSAPP_GRAPH_URL: graph.url });
+    test = await startTestServer({ ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, WHATSAPP_GRAPH_URL: graph.url, WEBHOOKS_ALLOW_PRIVATE: 'true' });
     owner = await signUp(test.server, test.baseUrl);
     await test.server.services.organizations.changePlan(owner.orgId, 'enterprise');
     const created = ok(await owner.api.post('/channels/email', { name: 'Process', address: 'process@acme.test' }, { token: owner.accessToken }), 201);
@@ -163,6 +164,35 @@ describe('Channels: where an inbound message goes', function () {
     const [content] = await messages(event.conversationId!);
     expect(content).to.have.length(MESSAGE_CONTENT_MAX);
     expect(content!.startsWith(`${subject}\n\nxxx`)).to.equal(true);
+  });
+
+  it('gives a new sender the contact that holds its email, adding the channel identity once (one contact.updated)', async () => {
+    const hook = ok(await owner.api.post('/webhooks', { url: 'http://127.0.0.1:9/contacts', events: ['contact.created', 'contact.updated'] }, { token: owner.accessToken }), 201).webhook;
+    const from = uniqueEmail('known-sender');
+    const known = ok(await owner.api.post('/contacts', { name: 'Kim Known', email: from }, { token: owner.accessToken }), 201);
+    const first = await mail({ from: `Someone Else <${from}>`, subject: 'Hello', text: 'It is me' });
+    expect((await conversation(first.conversationId!)).contactId).to.equal(known.id);
+    const second = await mail({ from, subject: 'Again', text: 'Me again' });
+    expect(second.conversationId).to.equal(first.conversationId);
+    const shownContact = ok(await owner.api.get(`/contacts/${known.id}`, { token: owner.accessToken }), 200);
+    // The name it was saved with stays (the mail's is only proposed: a conflict).
+    expect(shownContact).to.deep.include({ name: 'Kim Known', email: from, identities: [{ channel: 'email', externalId: from }] });
+    expect((await test.server.db.knex('contacts').where({ organizationId: owner.orgId, email: from }).select('id')).map((r) => r.id)).to.deep.equal([known.id]);
+    const recorded = (await test.server.db.knex('webhook_deliveries').where({ webhookId: hook.id }).orderBy('createdAt').select('eventType', 'payload')) as { eventType: string; payload: any }[];
+    expect(recorded.map((r) => [r.eventType, r.payload.contact.id, r.payload.contact.identities])).to.deep.equal([
+      ['contact.created', known.id, []],
+      ['contact.updated', known.id, [{ channel: 'email', externalId: from }]],
+    ]);
+    // The AI's upsert answers the contact with its identities.
+    const upserted = ok(await new Api(test.baseUrl).post('/contacts/ai/upsert', { organizationId: owner.orgId, email: from }, { headers: { 'x-ai-tool-secret': TEST_AI_SECRET } }), 200);
+    expect(upserted.contact).to.deep.include({ id: known.id, identities: [{ channel: 'email', externalId: from }] });
+  });
+
+  it('gives a sender nobody knows a new contact with its channel identity and no tags', async () => {
+    const from = uniqueEmail('unknown-sender');
+    const event = await mail({ from: `Una Known <${from}>`, subject: 'Hi', text: 'New here' });
+    const contactId = (await conversation(event.conversationId!)).contactId;
+    expect(ok(await owner.api.get(`/contacts/${contactId}`, { token: owner.accessToken }), 200)).to.deep.include({ name: 'Una Known', email: from, tags: [], identities: [{ channel: 'email', externalId: from }] });
   });
 
   it('gives a WhatsApp sender whose number does not parse a contact by its identity alone, and keeps the message', async () => {

@@ -265,9 +265,12 @@ describe('Contacts: webhooks for creations, changes and merges', function () {
     // Only its last activity changes: no event (a channel's every message from a known sender would make one).
     ok(await ai.post('/contacts/ai/upsert', { organizationId: other.orgId, email: fresh.contact.email }, { headers }), 200);
     // A phone filled in, a company proposed (a conflict), the conflict applied.
-    const changed = ok(await ai.post('/contacts/ai/upsert', { organizationId: other.orgId, email: fresh.contact.email, phone: '+1 415 555 0199', company: 'SecondCo' }, { headers }), 200);
-    expect(changed.conflicts).to.have.length(1);
-    ok(await as(other).post(`/contacts/conflicts/${changed.conflicts[0].id}/resolve`, { action: 'apply' }), 200);
+    const changed = ok(await ai.post('/contacts/ai/upsert', { organizationId: other.orgId, email: fresh.contact.email, phone: '+1 415 555 0199', company: 'SecondCo', name: 'Ada Other' }, { headers }), 200);
+    const byField = Object.fromEntries(changed.conflicts.map((c: any) => [c.field, c.id]));
+    expect(Object.keys(byField).sort()).to.deep.equal(['company', 'name']);
+    // A dismissed conflict changes nothing: no event.
+    ok(await as(other).post(`/contacts/conflicts/${byField.name}/resolve`, { action: 'dismiss' }), 200);
+    ok(await as(other).post(`/contacts/conflicts/${byField.company}/resolve`, { action: 'apply' }), 200);
     expect(await recorded()).to.deep.equal([
       ['contact.created', ticket.contactId, null, null],
       ['contact.created', fresh.contact.id, 'FirstCo', null],

@@ -1,9 +1,9 @@
 // The URL fetcher of knowledge sources, rule by rule: which addresses count as public, which URLs are refused and in
 // which words, and what fetching a page does with redirects, statuses, sizes, media types and same-host links.
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import http, { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { isPublicAddress } from '../server/addresses.js';
+import { isPublicAddress, pinnedLookup } from '../server/addresses.js';
 import { fetchPage, MAX_PAGE_BYTES, resolvePublic, sameHostLinks, UnsafeUrl } from '../server/services/knowledge/fetch.js';
 import { signUp } from './helpers/factories.js';
 import { startTestServer } from './helpers/server.js';
@@ -114,6 +114,18 @@ describe('knowledge URL fetcher', function () {
     });
     after(() => new Promise<void>((r) => site.close(() => r())));
     beforeEach(() => (seen = []));
+
+    it('connects to the address that was checked, whatever the name would resolve to now (no second lookup)', async () => {
+      const port = (site.address() as AddressInfo).port;
+      // A name that resolves nowhere: only the pinned address can reach the page.
+      const body = await new Promise<string>((resolve, reject) => {
+        http.get(`http://rebound.invalid:${port}/page`, { lookup: pinnedLookup('127.0.0.1', 4) }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks).toString())).on('error', reject);
+        }).on('error', reject);
+      });
+      expect(body).to.equal('<p>Hello</p>');
+    });
 
     it('gets the page through the checked address with its type and body, as the knowledge bot', async () => {
       const page = await fetchPage(`${base}/page`, { allowPrivate: true });

@@ -7,18 +7,22 @@ import type { Conversation } from '../../../db/models/Conversation.js';
 import { Conflict, NotFound, ValidationFailed } from '../../errors.js';
 import { LIMITS, normalizeFields, STANDARD_FIELDS, type ContactFields } from './fields.js';
 import type { ContactMerger } from './merge.js';
-import { uniqueConflict, type ContactCore, type ContactServiceDeps, type IdentityInput } from './types.js';
+import { storedIdentity, uniqueConflict, type ContactCore, type ContactServiceDeps, type IdentityInput } from './types.js';
 
 export type ConflictSource = 'ai' | 'channel';
 
-export interface SourceInput extends ContactFields {
+interface SourceFields extends ContactFields {
   attributes?: Record<string, unknown>;
-  identity?: IdentityInput;
-  conversationId?: string | null;
   note?: string;
   summary?: string;
   topics?: string[];
 }
+
+/**
+ * What a source knows of a person: the AI names the conversation it learned it in, a channel the sender's identity
+ * (never both: a channel's sender has no conversation yet, so the identity's holder, if any, is the contact itself).
+ */
+export type SourceInput = SourceFields & ({ conversationId?: string | null; identity?: undefined } | { identity: IdentityInput; conversationId?: undefined });
 
 export interface UpsertResult {
   contact: Contact;
@@ -97,11 +101,10 @@ export class ContactConflicts {
         const count = Object.keys(nextAttributes).length;
         if (count > LIMITS.attributes) throw new ValidationFailed(`A contact has at most ${LIMITS.attributes} attributes`, [{ field: 'attributes', message: `at most ${LIMITS.attributes} attributes` }]);
         if (count !== Object.keys(target.attributes).length) patch.attributes = nextAttributes;
-        if (input.identity) {
-          if (!holders.identity) {
-            await this.contacts.addIdentities(orgId, target.id, [input.identity], trx);
-            changed = true;
-          } else if (holders.identity.id !== target.id) opened.push({ kind: 'duplicate', contactId: target.id, otherContactId: holders.identity.id, field: 'identity', currentValue: null, proposedValue: input.identity });
+        // (With an identity there is no conversation: a contact holding it is the target.)
+        if (input.identity && !holders.identity) {
+          await this.contacts.addIdentities(orgId, target.id, [input.identity], trx);
+          changed = true;
         }
         if (Object.keys(patch).length > 0) changed = true;
         contact = await this.models.Contact.forOrg(orgId, trx).patchAndFetchById(target.id, { ...patch, lastActivityAt: new Date() });
@@ -180,7 +183,7 @@ export class ContactConflicts {
     const [email, phone, byIdentity] = await Promise.all([
       fields.email ? C.forOrg(orgId, trx).whereRaw('lower(contacts.email) = ?', [fields.email]).first() : undefined,
       fields.phone ? C.forOrg(orgId, trx).where('phone', fields.phone).first() : undefined,
-      identity ? this.models.ContactIdentity.forOrg(orgId, trx).where({ channel: identity.channel.trim().toLowerCase(), externalId: identity.externalId.trim() }).first() : undefined,
+      identity ? this.models.ContactIdentity.forOrg(orgId, trx).where(storedIdentity(identity)).first() : undefined,
     ]);
     return { email: email ?? null, phone: phone ?? null, identity: byIdentity ? ((await C.forOrg(orgId, trx).findById(byIdentity.contactId)) ?? null) : null };
   }

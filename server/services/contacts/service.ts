@@ -13,7 +13,7 @@ import { ContactConflicts } from './conflicts.js';
 import { afterCommit, normalizeEmail, normalizeFields, normalizePhone, normalizeTag, normalizeTags, LIMITS, type ContactFields } from './fields.js';
 import { ContactMerger, type MergePreference } from './merge.js';
 import { ContactNotes } from './notes.js';
-import { uniqueConflict, type ContactCore, type ContactServiceDeps, type IdentityInput } from './types.js';
+import { storedIdentity, uniqueConflict, type ContactCore, type ContactServiceDeps, type IdentityInput } from './types.js';
 
 export { uniqueConflict, type ContactServiceDeps, type IdentityInput };
 import { applyFilters, orderBy, orderSql, tagCondition, textCondition, type ContactFilter, type ContactSort } from './search.js';
@@ -296,7 +296,7 @@ export class ContactService implements ContactCore {
   /** Records channel identities; one already known in the organization is 409. */
   async addIdentities(orgId: string, contactId: string, identities: IdentityInput[], trx: Knex.Transaction): Promise<void> {
     if (identities.length === 0) return;
-    const rows = identities.map((i) => ({ organizationId: orgId, contactId, channel: i.channel.trim().toLowerCase(), externalId: i.externalId.trim() }));
+    const rows = identities.map((i) => ({ organizationId: orgId, contactId, ...storedIdentity(i) }));
     await this.models.ContactIdentity.forOrg(orgId, trx).insert(rows).catch(uniqueConflict);
   }
 

@@ -16,6 +16,9 @@ export interface IdentityInput {
   externalId: string;
 }
 
+/** An identity as it is stored and looked up: the channel in lower case, both trimmed. */
+export const storedIdentity = (i: IdentityInput): IdentityInput => ({ channel: i.channel.trim().toLowerCase(), externalId: i.externalId.trim() });
+
 export interface ContactServiceDeps {
   models: Models;
   knex: Knex;
