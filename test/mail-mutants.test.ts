@@ -5,6 +5,7 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { Knex } from 'knex';
+import { parseMailbox } from '../server/mail/address.js';
 import { Mailer, type MailMessage } from '../server/mail/index.js';
 import { latestMail, signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
 import { Api } from './helpers/http.js';
@@ -413,23 +414,68 @@ describe('Mail: the dispatcher, sending at once, sweeping for due mail, stopping
     expect(await sent(b.id)).to.include({ attempts: 1 });
   });
 
-  it('goes idle after a pass: no more looking for mail until the next one or the sweep', async () => {
-    const m = mailer();
-    let leases = 0;
-    const count = (q: { sql?: string }) => {
-      if (/outbox_emails/.test(q.sql ?? '') && /skip locked/i.test(q.sql ?? '')) leases += 1;
+  /** Counts the delivery passes' lookups for due mail that found none: each pass ends with one. */
+  const emptyLookups = () => {
+    const seen = { count: 0 };
+    const listener = (response: unknown, query: { sql?: string }) => {
+      if (/outbox_emails/.test(query.sql ?? '') && /skip locked/i.test(query.sql ?? '') && Array.isArray(response) && response.length === 0) seen.count += 1;
     };
-    db().knex.on('query', count);
+    db().knex.on('query-response', listener);
+    return { seen, off: () => void db().knex.off('query-response', listener) };
+  };
+
+  it('goes idle after a pass: one look at start, one pass per mail, nothing more until the sweep', async () => {
+    const lookups = emptyLookups();
     try {
+      const m = mailer({ sweepSeconds: 60 });
+      m.start();
+      await waitFor(() => lookups.seen.count >= 1, { what: 'the pass at start' });
       const row = await queue(m, uniqueEmail('idle'));
       await sent(row.id);
-      const before = leases;
-      // A few round trips to the database, while a mailer that kept passing would lease again and again.
+      await waitFor(() => lookups.seen.count >= 2, { what: 'the end of the pass that sent it' });
+      // A few round trips to the database, while a mailer that kept passing (or sweeping) would look again and again.
       for (let i = 0; i < 5; i += 1) expect((await reread(row.id)).status).to.equal('sent');
-      // The pass that sent it looks once more and finds nothing; nothing after.
-      expect(leases - before).to.be.at.most(1);
+      await m.stop();
+      expect(lookups.seen.count).to.equal(2);
     } finally {
-      db().knex.off('query', count);
+      lookups.off();
     }
+  });
+
+  it('runs one more pass after the one in progress for mail queued during it, and then goes idle', async () => {
+    const lookups = emptyLookups();
+    try {
+      const m = mailer();
+      const first = uniqueEmail('pass-busy');
+      held.set(first, { arrived: deferred(), release: deferred() });
+      const a = await queue(m, first);
+      await held.get(first)!.arrived.promise;
+      const b = await queue(m, uniqueEmail('pass-after'));
+      held.get(first)!.release.resolve();
+      await sent(a.id);
+      await sent(b.id);
+      // The pass in progress sends the second mail too, and finds nothing more; the pass asked for during it, nothing.
+      await waitFor(() => lookups.seen.count >= 2, { what: 'the pass asked for during the first' });
+      for (let i = 0; i < 5; i += 1) expect((await reread(b.id)).status).to.equal('sent');
+      await m.stop();
+      expect(lookups.seen.count).to.equal(2);
+    } finally {
+      lookups.off();
+    }
+  });
+});
+
+// MAIL_FROM as configuration writes it: the platform's name in "<Org> via <name>" and its domain (SPF, ticket mail).
+describe('Mail: MAIL_FROM read as a mailbox', () => {
+  it('takes `Name <address>`, a quoted name, or a bare address, and leaves anything else whole as the address', () => {
+    expect(parseMailbox('Support Platform <no-reply@localhost>')).to.deep.equal({ name: 'Support Platform', address: 'no-reply@localhost' });
+    expect(parseMailbox('  "Acme, Inc."   <help@acme.test>  ')).to.deep.equal({ name: 'Acme, Inc.', address: 'help@acme.test' });
+    expect(parseMailbox('Desk<desk@x.test>')).to.deep.equal({ name: 'Desk', address: 'desk@x.test' });
+    expect(parseMailbox('  Desk  Team \t<desk@x.test>')).to.deep.equal({ name: 'Desk  Team', address: 'desk@x.test' });
+    expect(parseMailbox('<bare@x.test>')).to.deep.equal({ name: '', address: 'bare@x.test' });
+    expect(parseMailbox('  bare@x.test  ')).to.deep.equal({ name: '', address: 'bare@x.test' });
+    // Not a mailbox: kept whole (trimmed) as the address, with no name.
+    for (const odd of ['Desk <desk@x.test> more', 'Desk <desk @x.test>', 'Desk <>', 'Desk <a<b@x.test>', 'Desk <desk@x.test'])
+      expect(parseMailbox(` ${odd} `), odd).to.deep.equal({ name: '', address: odd });
   });
 });
