@@ -10,7 +10,7 @@ import { Mailer, type MailMessage } from '../server/mail/index.js';
 import { latestMail, signUp, uniqueEmail, type SignedUp } from './helpers/factories.js';
 import { Api } from './helpers/http.js';
 import { sharedServer } from './helpers/hooks.js';
-import { captureLogs, unhandledRejections } from './helpers/logs.js';
+import { captureLogs, unhandledRejections, type CapturedLogs } from './helpers/logs.js';
 import { refuseWrites } from './helpers/refusals.js';
 import { startSmtpSink, type SmtpSink } from './helpers/smtp.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -187,7 +187,8 @@ function deferred() {
 describe('Mail: the dispatcher, sending at once, sweeping for due mail, stopping cleanly', function () {
   this.timeout(60_000);
   let smtp: SmtpSink;
-  const logs = captureLogs('info');
+  // Made for each run of the file (a runner may load it once and run it many times): no line of an earlier run.
+  let logs: CapturedLogs;
   /** What the SMTP server does with a message to each address: hold it until released, or refuse it once. */
   const held = new Map<string, { arrived: ReturnType<typeof deferred>; release: ReturnType<typeof deferred> }>();
   const refuseOnce = new Map<string, string>();
@@ -195,6 +196,7 @@ describe('Mail: the dispatcher, sending at once, sweeping for due mail, stopping
   const mine: string[] = [];
 
   before(async () => {
+    logs = captureLogs('info');
     smtp = await startSmtpSink({ user: 'dispatch', pass: 'dispatch-secret' }, {
       async gate(rcptTo) {
         for (const to of rcptTo) {
@@ -371,11 +373,11 @@ describe('Mail: the dispatcher, sending at once, sweeping for due mail, stopping
   it('logs a delivery pass the database refuses, and runs the next one', async () => {
     const m = mailer();
     const to = uniqueEmail('pass-refused');
-    const refusal = await refuseWrites(db().knex, { table: 'outbox_emails', on: 'update', when: `old.to_address = '${to}'`, message: 'outbox refused' });
+    const refusal = await refuseWrites(db().knex, { table: 'outbox_emails', on: 'update', when: `old.to_address = '${to}'`, message: `outbox refused for ${to}` });
     try {
       const row = await queue(m, to);
-      const line = await waitFor(() => logs.matching(50, 'mail delivery pass failed').find((l) => JSON.stringify(l.err).includes('outbox refused')));
-      expect((line.err as { message?: string }).message).to.include('outbox refused');
+      const line = await waitFor(() => logs.matching(50, 'mail delivery pass failed').find((l) => JSON.stringify(l).includes(`outbox refused for ${to}`)));
+      expect((line.err as { message?: string } | undefined)?.message).to.include(`outbox refused for ${to}`);
       await refusal.lift();
       m.kick();
       await sent(row.id);
