@@ -473,6 +473,7 @@ describe('Mail: MAIL_FROM read as a mailbox', () => {
     expect(parseMailbox('Support Platform <no-reply@localhost>')).to.deep.equal({ name: 'Support Platform', address: 'no-reply@localhost' });
     expect(parseMailbox('  "Acme, Inc."   <help@acme.test>  ')).to.deep.equal({ name: 'Acme, Inc.', address: 'help@acme.test' });
     expect(parseMailbox('Desk<desk@x.test>')).to.deep.equal({ name: 'Desk', address: 'desk@x.test' });
+    expect(parseMailbox('" Acme "<help@acme.test>')).to.deep.equal({ name: 'Acme', address: 'help@acme.test' });
     expect(parseMailbox('  Desk  Team \t<desk@x.test>')).to.deep.equal({ name: 'Desk  Team', address: 'desk@x.test' });
     expect(parseMailbox('<bare@x.test>')).to.deep.equal({ name: '', address: 'bare@x.test' });
     expect(parseMailbox('  bare@x.test  ')).to.deep.equal({ name: '', address: 'bare@x.test' });
