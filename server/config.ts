@@ -23,6 +23,8 @@ export interface Config {
   mailFrom: string;
   /** Days after which the bodies of sent (or only logged) mail are cleared from the outbox. */
   mailRetentionDays: number;
+  /** How often each instance looks for mail due (retries after their backoff, mail another instance left). */
+  mailSweepSeconds: number;
   publicUrl: string;
   /** The operators' dashboard, base of invite, reset and login links in mail (default: PUBLIC_URL, the hosted pages). */
   appUrl: string;
@@ -238,6 +240,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl,
     mailFrom: str('MAIL_FROM') ?? 'Support Platform <no-reply@localhost>',
     mailRetentionDays: int('MAIL_RETENTION_DAYS', 7, 1, 3650),
+    mailSweepSeconds: int('MAIL_SWEEP_SECONDS', 5, 1, 3600),
     publicUrl,
     appUrl,
     secrets: { access: '', refresh: '', widget: '' },

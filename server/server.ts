@@ -87,7 +87,7 @@ export function createServer(config: Config, opts: { logger?: Logger; policies?:
   const tokenHashKey = hashSecret(config.secrets.refresh, 'one-time-secrets');
   const otp = new OtpService(db.models, db.knex, tokenHashKey);
   const sessions = new SessionService(db.models, tokens, events, config.refreshTokenTtlSeconds);
-  const mailer = new Mailer(db.models, db.knex, logger, { smtpUrl: config.smtpUrl, from: config.mailFrom });
+  const mailer = new Mailer(db.models, db.knex, logger, { smtpUrl: config.smtpUrl, from: config.mailFrom, sweepSeconds: config.mailSweepSeconds });
   // Messages stored are the interactive work that background queues yield to (server/jobs/pressure.ts); read only
   // once the server starts, after `messages` exists.
   const foreground = () => messages.batchStats.appended + messages.batchStats.declined;

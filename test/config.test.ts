@@ -278,6 +278,12 @@ describe('config', () => {
       expect(loadConfig({ ...SECRETS, MAIL_RETENTION_DAYS: '30' }).mailRetentionDays).to.equal(30);
       for (const bad of ['0', 'week', '1.5']) expect(configError({ ...SECRETS, MAIL_RETENTION_DAYS: bad }).message).to.include('MAIL_RETENTION_DAYS');
     });
+
+    it('looks for mail due every MAIL_SWEEP_SECONDS seconds (default 5)', () => {
+      expect(loadConfig({ ...SECRETS }).mailSweepSeconds).to.equal(5);
+      expect(loadConfig({ ...SECRETS, MAIL_SWEEP_SECONDS: '60' }).mailSweepSeconds).to.equal(60);
+      for (const bad of ['0', 'often', '0.5', '3601']) expect(configError({ ...SECRETS, MAIL_SWEEP_SECONDS: bad }).message).to.include('MAIL_SWEEP_SECONDS');
+    });
   });
 
   describe('plans', () => {

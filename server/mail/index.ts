@@ -16,12 +16,11 @@ export interface MailMessage {
 }
 
 const MAX_ATTEMPTS = 8;
-const SWEEP_MS = 5_000;
 const LEASE_SECONDS = 60;
 
 export class Mailer {
   private readonly transport: Transporter | null;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
@@ -32,7 +31,8 @@ export class Mailer {
     private readonly models: Models,
     private readonly knex: Knex,
     private readonly logger: Logger,
-    private readonly options: { smtpUrl: string | null; from: string },
+    /** `sweepSeconds`: how often due mail (retries, mail an instance stopped before sending) is looked for. */
+    private readonly options: { smtpUrl: string | null; from: string; sweepSeconds: number },
   ) {
     this.transport = options.smtpUrl ? nodemailer.createTransport(options.smtpUrl) : null;
   }
@@ -44,14 +44,14 @@ export class Mailer {
 
   start(): void {
     if (!this.transport) return;
-    this.timer = setInterval(() => this.kick(), SWEEP_MS);
+    this.timer = setInterval(() => this.kick(), this.options.sweepSeconds * 1000);
     this.timer.unref();
     this.kick();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    clearInterval(this.timer);
     await this.running;
     this.transport?.close();
   }
@@ -113,7 +113,8 @@ export class Mailer {
   }
 
   private async deliverDue(): Promise<void> {
-    for (;;) {
+    // A stopping instance leases nothing more: what it leased it delivers, the rest stays due for the others.
+    while (!this.stopped) {
       // Lease a batch so several instances never send the same mail twice at the same time.
       // Through Objection, so the returned rows are camelCase models (a raw query's rows stay snake_case).
       const { OutboxEmail } = this.models;
@@ -126,7 +127,7 @@ export class Mailer {
         } as unknown as Partial<OutboxEmail>)
         .whereIn('id', due)
         .returning('*')) as unknown as OutboxEmail[];
-      if (rows.length === 0 || this.stopped) return;
+      if (rows.length === 0) return;
       await Promise.all(rows.map((row) => this.deliver(row)));
     }
   }

@@ -27,8 +27,15 @@ export interface SmtpSink {
   close(): Promise<void>;
 }
 
-/** Plain SMTP without STARTTLS; AUTH (PLAIN/LOGIN over the plain connection) must use `user`/`pass`. */
-export async function startSmtpSink(credentials: { user: string; pass: string } = { user: 'mailer', pass: 'mail-secret' }): Promise<SmtpSink> {
+/**
+ * Plain SMTP without STARTTLS; AUTH (PLAIN/LOGIN over the plain connection) must use `user`/`pass`.
+ * `gate`, when given, sees each message's recipients once its data arrived, before the server answers: the answer
+ * waits for it, and a throw refuses the message with the error's message (a 550).
+ */
+export async function startSmtpSink(
+  credentials: { user: string; pass: string } = { user: 'mailer', pass: 'mail-secret' },
+  opts: { gate?: (rcptTo: string[]) => Promise<void> | void } = {},
+): Promise<SmtpSink> {
   const received: ReceivedMail[] = [];
   const server = new SMTPServer({
     disabledCommands: ['STARTTLS'],
@@ -46,7 +53,10 @@ export async function startSmtpSink(credentials: { user: string; pass: string } 
       new Promise<Buffer>((resolve, reject) => {
         stream.on('end', () => resolve(Buffer.concat(chunks)));
         stream.on('error', reject);
-      }).then(async (raw) => ({ raw, parsed: await simpleParser(raw) })).then(
+      }).then(async (raw) => {
+        await opts.gate?.(session.envelope.rcptTo.map((a) => a.address.toLowerCase()));
+        return { raw, parsed: await simpleParser(raw) };
+      }).then(
         ({ raw, parsed }) => {
           received.push({
             raw,
