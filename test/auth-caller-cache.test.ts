@@ -2,7 +2,8 @@
 // effect on the very next request or handshake, on this instance and on every other one sharing the database, and an
 // agent's chosen availability must replace the remembered one.
 import { randomUUID } from 'node:crypto';
-import type { Socket } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import knexModule from 'knex';
 import { expect } from 'chai';
 import { REVOCATION_CHANNEL, REVOCATION_LISTENER } from '../server/auth/revocations.js';
 import { sharedServer } from './helpers/hooks.js';
@@ -16,6 +17,9 @@ import { CallerCache } from '../server/auth/callerCache.js';
 import { DomainEventBus } from '../server/events.js';
 import { waitFor } from './helpers/wait.js';
 import { withClockAhead } from './helpers/clock.js';
+import { captureLogs } from './helpers/logs.js';
+
+const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
 
 const members = (orgId: string) => `/memberships/organizations/${orgId}/members`;
 
@@ -287,6 +291,88 @@ describe('auth: remembered callers', () => {
       Object.assign(actors, { operator });
       await cache.stop();
       await fresh.stop();
+    }
+  });
+
+  it('where one process serves the database, hears revocations from its domain events and opens no connection to listen', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent');
+    const second = await login(new Api(baseUrl), owner.email, PASSWORD);
+    const actors = server.services.actors;
+    const { operator } = actors;
+    const reads: string[] = [];
+    actors.operator = function (token) {
+      reads.push(token);
+      return operator.call(this, token);
+    };
+    const readsOf = (token: string) => reads.filter((t) => t === token).length;
+    // The embedded database's way (`local`): this process's own events are every revocation there is. Given an address
+    // to listen on (a socket that counts who connects to it), such a memory must not use it, nor notify anyone.
+    const attempts: Socket[] = [];
+    const endpoint = createNetServer((socket) => void attempts.push(socket));
+    await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
+    const notified: string[] = [];
+    const onQuery = (q: { sql: string }) => void (q.sql.includes('pg_notify') && notified.push(q.sql));
+    server.db.knex.on('query', onQuery);
+    const events = new DomainEventBus(server.logger);
+    const databaseUrl = `postgres://nobody@127.0.0.1:${(endpoint.address() as AddressInfo).port}/none`;
+    const cache = new CallerCache(actors, { events, knex: server.db.knex, logger: server.logger, mode: 'local', databaseUrl });
+    const [ownerToken, secondToken, agentToken] = [owner.accessToken, second.accessToken, agent.accessToken];
+    /** How many times each token was read from the database after asking the memory once more for each. */
+    const ask = async () => {
+      for (const token of [ownerToken, secondToken, agentToken]) await cache.operator(token);
+      return [ownerToken, secondToken, agentToken].map(readsOf);
+    };
+    try {
+      cache.start();
+      expect(await ask()).to.deep.equal([1, 1, 1]);
+      expect(await ask(), 'remembered').to.deep.equal([1, 1, 1]);
+      // A logout names its session only.
+      events.publish('session.revoked', { userId: owner.userId, sessionIds: [jwtPayload(secondToken).sid] });
+      expect(await ask(), 'after a logout').to.deep.equal([1, 2, 1]);
+      // A change of an invitation not yet accepted names no one; a suspension names the agent in that organization.
+      const change = { organizationId: owner.orgId, membershipId: agent.membershipId, status: 'suspended', role: 'agent', removed: false };
+      events.publish('membership.changed', { ...change, userId: null });
+      expect(await ask(), 'after an invitation changed').to.deep.equal([1, 2, 1]);
+      events.publish('membership.changed', { ...change, userId: agent.userId });
+      expect(await ask(), 'after a suspension').to.deep.equal([1, 2, 2]);
+      // An availability chosen replaces the remembered one; a socket's coming or going, which chooses none, does not.
+      events.publish('presence.changed', { organizationId: owner.orgId, userId: agent.userId, status: 'busy', availability: 'busy' });
+      expect((await cache.operator(agentToken)).membership?.availability).to.equal('busy');
+      events.publish('presence.changed', { organizationId: owner.orgId, userId: agent.userId, status: 'offline' });
+      expect((await cache.operator(agentToken)).membership?.availability).to.equal('busy');
+      expect(await ask(), 'after the availabilities').to.deep.equal([1, 2, 2]);
+      // A deleted organization names everyone in it.
+      events.publish('organization.deleted', { organizationId: owner.orgId });
+      expect(await ask(), 'after the organization was deleted').to.deep.equal([2, 3, 3]);
+      expect(cache.live).to.equal(true);
+      expect(attempts, 'connections to listen').to.have.length(0);
+      expect(notified, 'notices sent').to.deep.equal([]);
+    } finally {
+      Object.assign(actors, { operator });
+      server.db.knex.off('query', onQuery);
+      for (const socket of attempts) socket.destroy();
+      endpoint.close();
+      await cache.stop();
+    }
+    expect(cache.live, 'stopped').to.equal(false);
+  });
+
+  it('logs an availability it could not tell the other instances', async () => {
+    const { server } = sharedServer();
+    const logs = captureLogs();
+    // A database that refuses every connection (nothing listens on port 1).
+    const unreachable = knexFactory({ client: 'pg', connection: 'postgres://nobody@127.0.0.1:1/none', pool: { min: 0, max: 1 }, acquireConnectionTimeout: 5_000, log: { error: () => undefined, warn: () => undefined } });
+    const events = new DomainEventBus(server.logger);
+    const cache = new CallerCache(server.services.actors, { events, knex: unreachable, logger: logs.logger, mode: 'listen' });
+    try {
+      events.publish('presence.changed', { organizationId: randomUUID(), userId: randomUUID(), status: 'away', availability: 'away' });
+      await waitFor(() => logs.matching(40, 'could not tell other instances of an availability').length === 1, { timeoutMs: 10_000, what: 'the failed notice to be logged' });
+      expect(logs.matching(40, 'could not tell other instances of an availability')[0]!.err).to.have.property('message').that.is.a('string').and.not.empty;
+    } finally {
+      await cache.stop();
+      await unreachable.destroy();
     }
   });
 
@@ -598,6 +684,30 @@ describe('auth: remembered callers', () => {
       await c.stop();
       expect(c.server.services.callers.live).to.equal(false);
       await waitFor(async () => (await listeners()) === withC - 1, { timeoutMs: 5_000, what: 'the stopped instance\'s listening connection to close' });
+    });
+
+    it('a stopped instance does not reconnect: stopped while it waits to listen again, it leaves no listening connection', async function () {
+      this.timeout(60_000);
+      const listeners = async () => Number((await a.server.db.knex.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = ?`, [REVOCATION_LISTENER])).rows[0].n);
+      const before = await listeners();
+      const logs = captureLogs();
+      const c = await startTestServer({}, { logger: logs.logger });
+      try {
+        await waitFor(() => c.server.services.callers.live, { what: 'the third instance to listen' });
+        // Only C's listening connection is cut; C plans to connect again a second later, and is stopped meanwhile.
+        const { processID } = (c.server.services.callers as unknown as { revocations: { client: { processID: number } } }).revocations.client;
+        await a.server.db.knex.raw('select pg_terminate_backend(?)', [processID]);
+        await waitFor(() => !c.server.services.callers.live, { intervalMs: 5, what: 'C to notice it no longer hears revocations' });
+      } finally {
+        await c.stop();
+      }
+      // Past the moment C had planned to connect again (a second), with room to spare: C tried no connection (one
+      // would fail its probe through the stopped pool, say so, and try again every second), and none of C's is left.
+      const logged = logs.lines.length;
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(logs.lines.slice(logged).map((line) => line.msg)).to.deep.equal([]);
+      expect(await listeners()).to.equal(before);
+      expect(c.server.services.callers.live).to.equal(false);
     });
 
     it('a password change ends every other session on the other instance, however many there are', async () => {
