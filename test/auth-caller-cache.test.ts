@@ -2,7 +2,7 @@
 // effect on the very next request or handshake, on this instance and on every other one sharing the database, and an
 // agent's chosen availability must replace the remembered one.
 import { randomUUID } from 'node:crypto';
-import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { connect as connectTcp, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import knexModule from 'knex';
 import { expect } from 'chai';
 import { REVOCATION_CHANNEL, REVOCATION_LISTENER } from '../server/auth/revocations.js';
@@ -59,6 +59,44 @@ async function statusOnConnect(watcher: ClientSocket, baseUrl: string, orgId: st
     socket.close();
     await offline;
   }
+}
+
+/** A TCP relay to the database whose connections the test can cut (and refuse new ones) and then let through again. */
+async function databaseRelay(databaseUrl: string): Promise<{ url: string; cut(): void; restore(): Promise<void>; close(): Promise<void> }> {
+  const target = new URL(databaseUrl);
+  const open = new Set<Socket>();
+  const relay = createNetServer((inbound) => {
+    const outbound = connectTcp(Number(target.port || 5432), target.hostname);
+    for (const [from, to] of [[inbound, outbound], [outbound, inbound]] as const) {
+      open.add(from);
+      from.pipe(to);
+      from.on('error', () => to.destroy());
+      from.on('close', () => {
+        open.delete(from);
+        to.destroy();
+      });
+    }
+  });
+  const listen = (port: number) => new Promise<void>((resolve, reject) => relay.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
+  await listen(0);
+  const port = (relay.address() as AddressInfo).port;
+  const url = new URL(databaseUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    cut() {
+      relay.close();
+      for (const socket of open) socket.destroy();
+    },
+    async restore() {
+      if (!relay.listening) await listen(port);
+    },
+    close: () => new Promise<void>((resolve) => {
+      for (const socket of open) socket.destroy();
+      relay.close(() => resolve());
+    }),
+  };
 }
 
 /** Several reads with one token, so its caller is remembered if it is going to be. */
@@ -708,6 +746,36 @@ describe('auth: remembered callers', () => {
       expect(logs.lines.slice(logged).map((line) => line.msg)).to.deep.equal([]);
       expect(await listeners()).to.equal(before);
       expect(c.server.services.callers.live).to.equal(false);
+    });
+
+    it('while PostgreSQL cannot be reached (a restart) it cannot listen and remembers no one; a suspension made meanwhile is refused once it listens again', async function () {
+      this.timeout(60_000);
+      // C reaches PostgreSQL through a relay the test can cut and restore: its pool and its listening connection drop
+      // together and no new connection can be made, as while the database restarts. A and B reach it directly.
+      const relay = await databaseRelay(process.env.DATABASE_URL!);
+      const logs = captureLogs();
+      const c = await startTestServer({ DATABASE_URL: relay.url }, { logger: logs.logger });
+      try {
+        const owner = await signUp(a.server, a.baseUrl);
+        const agent = await addMember(a.server, owner, 'agent');
+        const onC = new Api(c.baseUrl);
+        await waitFor(() => c.server.services.callers.live, { what: 'C to listen' });
+        await warm(onC, agent.accessToken);
+        relay.cut();
+        await waitFor(() => !c.server.services.callers.live, { what: 'C to notice it no longer hears revocations' });
+        // Suspended through A while C cannot hear it; C keeps trying to listen, and says so.
+        expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+        await waitFor(() => logs.matching(20, 'the revocation listener could not connect').length >= 2, { timeoutMs: 10_000, what: 'C to fail to listen, twice' });
+        expect(c.server.services.callers.live).to.equal(false);
+        await relay.restore();
+        await waitFor(() => c.server.services.callers.live, { timeoutMs: 10_000, what: 'C to listen again' });
+        expectApiError(await onC.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
+        expect(await refusal(c.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
+      } finally {
+        await relay.restore();
+        await c.stop();
+        await relay.close();
+      }
     });
 
     it('a password change ends every other session on the other instance, however many there are', async () => {
