@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { connect as connectTcp, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import knexModule from 'knex';
 import { expect } from 'chai';
-import { REVOCATION_CHANNEL, REVOCATION_LISTENER } from '../server/auth/revocations.js';
+import { REVOCATION_CHANNEL, REVOCATION_LISTENER, Revocations } from '../server/auth/revocations.js';
 import { sharedServer } from './helpers/hooks.js';
 import { addMember, PASSWORD, signUp, type Member, type SignedUp } from './helpers/factories.js';
 import { expectApiError, expectApiSuccess, jwtPayload, login } from './helpers/auth.js';
@@ -705,9 +705,9 @@ describe('auth: remembered callers', () => {
       expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
     });
 
-    it('ignores a notice on its channel that is not JSON, and keeps hearing revocations', async () => {
+    it('ignores a notice on its channel that is not JSON or not an object, and keeps hearing revocations', async () => {
       const { owner, agent, onB } = await agentRememberedByB();
-      await a.server.db.knex.raw(`select pg_notify(?, 'not a notice')`, [REVOCATION_CHANNEL]);
+      for (const payload of ['not a notice', 'null', '5']) await a.server.db.knex.raw(`select pg_notify(?, ?)`, [REVOCATION_CHANNEL, payload]);
       expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
       expectApiError(await onB.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
       expect(b.server.services.callers.live).to.equal(true);
@@ -775,6 +775,30 @@ describe('auth: remembered callers', () => {
         await relay.restore();
         await c.stop();
         await relay.close();
+      }
+    });
+
+    it('never caches where its listening connection does not hear what the instances send (a pooler that cannot LISTEN), whoever else probes', async () => {
+      // The listening connection is made to another database of the cluster: what is sent through the pool never
+      // reaches it (as behind a pooler that pools by transaction), while what is sent on that database does.
+      const elsewhere = new URL(process.env.DATABASE_URL!);
+      elsewhere.pathname = '/postgres';
+      const revocations = new Revocations({ events: new DomainEventBus(a.server.logger), knex: a.server.db.knex, logger: a.server.logger, mode: 'listen', databaseUrl: elsewhere.toString() });
+      const heard: string[] = [];
+      revocations.onNotice((notice) => void ('sessionIds' in notice && heard.push(...notice.sessionIds)));
+      const sender = knexFactory({ client: 'pg', connection: elsewhere.toString(), pool: { min: 0, max: 1 } });
+      const send = (notice: object) => sender.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(notice)]);
+      try {
+        revocations.start();
+        await waitFor(async () => (await send({ sessionIds: ['listening'] }), heard.includes('listening')), { what: 'the connection to listen' });
+        // Another listener's probe on that database, then a notice after it: once that is heard, so was the probe.
+        await send({ probe: randomUUID() });
+        await send({ sessionIds: ['after the probe'] });
+        await waitFor(() => heard.includes('after the probe'), { what: 'the notice after the probe' });
+        expect(revocations.live).to.equal(false);
+      } finally {
+        await revocations.stop();
+        await sender.destroy();
       }
     });
 

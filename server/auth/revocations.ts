@@ -178,13 +178,16 @@ export class Revocations {
     client.on('error', lost);
     client.on('end', lost);
     client.on('notification', (n) => {
-      if (n.channel !== REVOCATION_CHANNEL || !n.payload) return;
+      // (This connection listens on REVOCATION_CHANNEL only.) A payload that is not a notice is ignored: thrown from
+      // here, an error would end the process.
+      if (!n.payload) return;
       let r: CallerNotice & { probe?: string };
       try {
         r = JSON.parse(n.payload);
       } catch {
         return;
       }
+      if (typeof r !== 'object' || r === null) return;
       if (r.probe !== undefined) {
         if (r.probe === this.probe && this.client === client) this.setLive(true);
         return;
