@@ -766,6 +766,7 @@ describe('auth: remembered callers', () => {
         // Suspended through A while C cannot hear it; C keeps trying to listen, and says so.
         expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
         await waitFor(() => logs.matching(20, 'the revocation listener could not connect').length >= 2, { timeoutMs: 10_000, what: 'C to fail to listen, twice' });
+        expect(logs.matching(20, 'the revocation listener could not connect')[0]!.err, 'the reason logged').to.have.property('message').that.is.a('string').and.not.empty;
         expect(c.server.services.callers.live).to.equal(false);
         await relay.restore();
         await waitFor(() => c.server.services.callers.live, { timeoutMs: 10_000, what: 'C to listen again' });
