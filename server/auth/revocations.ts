@@ -175,8 +175,8 @@ export class Revocations {
       client.end().catch(() => undefined);
       this.timer = setTimeout(() => void this.connect(), RECONNECT_MS).unref();
     };
+    // An end this instance did not ask for is reported as an error first (pg: "Connection terminated unexpectedly").
     client.on('error', lost);
-    client.on('end', lost);
     client.on('notification', (n) => {
       // (This connection listens on REVOCATION_CHANNEL only.) A payload that is not a notice is ignored: thrown from
       // here, an error would end the process.
@@ -225,6 +225,6 @@ export class Revocations {
  * reads it). Nothing to do on the embedded database, which one process serves (its domain events tell the memory).
  */
 export async function noticeRevocation(db: Knex | Knex.Transaction, revocation: RevocationNotice): Promise<void> {
-  if ((db.client as { config?: { client?: unknown } }).config?.client !== 'pg') return;
+  if ((db.client as { config: { client: unknown } }).config.client !== 'pg') return;
   await db.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(wire(revocation))]);
 }
