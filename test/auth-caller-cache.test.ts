@@ -2,9 +2,10 @@
 // effect on the very next request or handshake, on this instance and on every other one sharing the database, and an
 // agent's chosen availability must replace the remembered one.
 import { randomUUID } from 'node:crypto';
-import type { Socket } from 'node:net';
+import { connect as connectTcp, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import knexModule from 'knex';
 import { expect } from 'chai';
-import { REVOCATION_CHANNEL, REVOCATION_LISTENER } from '../server/auth/revocations.js';
+import { REVOCATION_CHANNEL, REVOCATION_LISTENER, Revocations } from '../server/auth/revocations.js';
 import { sharedServer } from './helpers/hooks.js';
 import { addMember, PASSWORD, signUp, type Member, type SignedUp } from './helpers/factories.js';
 import { expectApiError, expectApiSuccess, jwtPayload, login } from './helpers/auth.js';
@@ -16,6 +17,9 @@ import { CallerCache } from '../server/auth/callerCache.js';
 import { DomainEventBus } from '../server/events.js';
 import { waitFor } from './helpers/wait.js';
 import { withClockAhead } from './helpers/clock.js';
+import { captureLogs } from './helpers/logs.js';
+
+const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
 
 const members = (orgId: string) => `/memberships/organizations/${orgId}/members`;
 
@@ -55,6 +59,44 @@ async function statusOnConnect(watcher: ClientSocket, baseUrl: string, orgId: st
     socket.close();
     await offline;
   }
+}
+
+/** A TCP relay to the database whose connections the test can cut (and refuse new ones) and then let through again. */
+async function databaseRelay(databaseUrl: string): Promise<{ url: string; cut(): void; restore(): Promise<void>; close(): Promise<void> }> {
+  const target = new URL(databaseUrl);
+  const open = new Set<Socket>();
+  const relay = createNetServer((inbound) => {
+    const outbound = connectTcp(Number(target.port || 5432), target.hostname);
+    for (const [from, to] of [[inbound, outbound], [outbound, inbound]] as const) {
+      open.add(from);
+      from.pipe(to);
+      from.on('error', () => to.destroy());
+      from.on('close', () => {
+        open.delete(from);
+        to.destroy();
+      });
+    }
+  });
+  const listen = (port: number) => new Promise<void>((resolve, reject) => relay.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
+  await listen(0);
+  const port = (relay.address() as AddressInfo).port;
+  const url = new URL(databaseUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    cut() {
+      relay.close();
+      for (const socket of open) socket.destroy();
+    },
+    async restore() {
+      if (!relay.listening) await listen(port);
+    },
+    close: () => new Promise<void>((resolve) => {
+      for (const socket of open) socket.destroy();
+      relay.close(() => resolve());
+    }),
+  };
 }
 
 /** Several reads with one token, so its caller is remembered if it is going to be. */
@@ -287,6 +329,88 @@ describe('auth: remembered callers', () => {
       Object.assign(actors, { operator });
       await cache.stop();
       await fresh.stop();
+    }
+  });
+
+  it('where one process serves the database, hears revocations from its domain events and opens no connection to listen', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent');
+    const second = await login(new Api(baseUrl), owner.email, PASSWORD);
+    const actors = server.services.actors;
+    const { operator } = actors;
+    const reads: string[] = [];
+    actors.operator = function (token) {
+      reads.push(token);
+      return operator.call(this, token);
+    };
+    const readsOf = (token: string) => reads.filter((t) => t === token).length;
+    // The embedded database's way (`local`): this process's own events are every revocation there is. Given an address
+    // to listen on (a socket that counts who connects to it), such a memory must not use it, nor notify anyone.
+    const attempts: Socket[] = [];
+    const endpoint = createNetServer((socket) => void attempts.push(socket));
+    await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
+    const notified: string[] = [];
+    const onQuery = (q: { sql: string }) => void (q.sql.includes('pg_notify') && notified.push(q.sql));
+    server.db.knex.on('query', onQuery);
+    const events = new DomainEventBus(server.logger);
+    const databaseUrl = `postgres://nobody@127.0.0.1:${(endpoint.address() as AddressInfo).port}/none`;
+    const cache = new CallerCache(actors, { events, knex: server.db.knex, logger: server.logger, mode: 'local', databaseUrl });
+    const [ownerToken, secondToken, agentToken] = [owner.accessToken, second.accessToken, agent.accessToken];
+    /** How many times each token was read from the database after asking the memory once more for each. */
+    const ask = async () => {
+      for (const token of [ownerToken, secondToken, agentToken]) await cache.operator(token);
+      return [ownerToken, secondToken, agentToken].map(readsOf);
+    };
+    try {
+      cache.start();
+      expect(await ask()).to.deep.equal([1, 1, 1]);
+      expect(await ask(), 'remembered').to.deep.equal([1, 1, 1]);
+      // A logout names its session only.
+      events.publish('session.revoked', { userId: owner.userId, sessionIds: [jwtPayload(secondToken).sid] });
+      expect(await ask(), 'after a logout').to.deep.equal([1, 2, 1]);
+      // A change of an invitation not yet accepted names no one; a suspension names the agent in that organization.
+      const change = { organizationId: owner.orgId, membershipId: agent.membershipId, status: 'suspended', role: 'agent', removed: false };
+      events.publish('membership.changed', { ...change, userId: null });
+      expect(await ask(), 'after an invitation changed').to.deep.equal([1, 2, 1]);
+      events.publish('membership.changed', { ...change, userId: agent.userId });
+      expect(await ask(), 'after a suspension').to.deep.equal([1, 2, 2]);
+      // An availability chosen replaces the remembered one; a socket's coming or going, which chooses none, does not.
+      events.publish('presence.changed', { organizationId: owner.orgId, userId: agent.userId, status: 'busy', availability: 'busy' });
+      expect((await cache.operator(agentToken)).membership?.availability).to.equal('busy');
+      events.publish('presence.changed', { organizationId: owner.orgId, userId: agent.userId, status: 'offline' });
+      expect((await cache.operator(agentToken)).membership?.availability).to.equal('busy');
+      expect(await ask(), 'after the availabilities').to.deep.equal([1, 2, 2]);
+      // A deleted organization names everyone in it.
+      events.publish('organization.deleted', { organizationId: owner.orgId });
+      expect(await ask(), 'after the organization was deleted').to.deep.equal([2, 3, 3]);
+      expect(cache.live).to.equal(true);
+      expect(attempts, 'connections to listen').to.have.length(0);
+      expect(notified, 'notices sent').to.deep.equal([]);
+    } finally {
+      Object.assign(actors, { operator });
+      server.db.knex.off('query', onQuery);
+      for (const socket of attempts) socket.destroy();
+      endpoint.close();
+      await cache.stop();
+    }
+    expect(cache.live, 'stopped').to.equal(false);
+  });
+
+  it('logs an availability it could not tell the other instances', async () => {
+    const { server } = sharedServer();
+    const logs = captureLogs();
+    // A database that refuses every connection (nothing listens on port 1).
+    const unreachable = knexFactory({ client: 'pg', connection: 'postgres://nobody@127.0.0.1:1/none', pool: { min: 0, max: 1 }, acquireConnectionTimeout: 5_000, log: { error: () => undefined, warn: () => undefined } });
+    const events = new DomainEventBus(server.logger);
+    const cache = new CallerCache(server.services.actors, { events, knex: unreachable, logger: logs.logger, mode: 'listen' });
+    try {
+      events.publish('presence.changed', { organizationId: randomUUID(), userId: randomUUID(), status: 'away', availability: 'away' });
+      await waitFor(() => logs.matching(40, 'could not tell other instances of an availability').length === 1, { timeoutMs: 10_000, what: 'the failed notice to be logged' });
+      expect(logs.matching(40, 'could not tell other instances of an availability')[0]!.err).to.have.property('message').that.is.a('string').and.not.empty;
+    } finally {
+      await cache.stop();
+      await unreachable.destroy();
     }
   });
 
@@ -581,9 +705,9 @@ describe('auth: remembered callers', () => {
       expect(await refusal(b.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
     });
 
-    it('ignores a notice on its channel that is not JSON, and keeps hearing revocations', async () => {
+    it('ignores a notice on its channel that is not JSON or not an object, and keeps hearing revocations', async () => {
       const { owner, agent, onB } = await agentRememberedByB();
-      await a.server.db.knex.raw(`select pg_notify(?, 'not a notice')`, [REVOCATION_CHANNEL]);
+      for (const payload of ['not a notice', 'null', '5']) await a.server.db.knex.raw(`select pg_notify(?, ?)`, [REVOCATION_CHANNEL, payload]);
       expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
       expectApiError(await onB.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
       expect(b.server.services.callers.live).to.equal(true);
@@ -598,6 +722,85 @@ describe('auth: remembered callers', () => {
       await c.stop();
       expect(c.server.services.callers.live).to.equal(false);
       await waitFor(async () => (await listeners()) === withC - 1, { timeoutMs: 5_000, what: 'the stopped instance\'s listening connection to close' });
+    });
+
+    it('a stopped instance does not reconnect: stopped while it waits to listen again, it leaves no listening connection', async function () {
+      this.timeout(60_000);
+      const listeners = async () => Number((await a.server.db.knex.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = ?`, [REVOCATION_LISTENER])).rows[0].n);
+      const before = await listeners();
+      const logs = captureLogs();
+      const c = await startTestServer({}, { logger: logs.logger });
+      try {
+        await waitFor(() => c.server.services.callers.live, { what: 'the third instance to listen' });
+        // Only C's listening connection is cut; C plans to connect again a second later, and is stopped meanwhile.
+        const { processID } = (c.server.services.callers as unknown as { revocations: { client: { processID: number } } }).revocations.client;
+        await a.server.db.knex.raw('select pg_terminate_backend(?)', [processID]);
+        await waitFor(() => !c.server.services.callers.live, { intervalMs: 5, what: 'C to notice it no longer hears revocations' });
+      } finally {
+        await c.stop();
+      }
+      // Past the moment C had planned to connect again (a second), with room to spare: C tried no connection (one
+      // would fail its probe through the stopped pool, say so, and try again every second), and none of C's is left.
+      const logged = logs.lines.length;
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(logs.lines.slice(logged).map((line) => line.msg)).to.deep.equal([]);
+      expect(await listeners()).to.equal(before);
+      expect(c.server.services.callers.live).to.equal(false);
+    });
+
+    it('while PostgreSQL cannot be reached (a restart) it cannot listen and remembers no one; a suspension made meanwhile is refused once it listens again', async function () {
+      this.timeout(60_000);
+      // C reaches PostgreSQL through a relay the test can cut and restore: its pool and its listening connection drop
+      // together and no new connection can be made, as while the database restarts. A and B reach it directly.
+      const relay = await databaseRelay(process.env.DATABASE_URL!);
+      const logs = captureLogs();
+      const c = await startTestServer({ DATABASE_URL: relay.url }, { logger: logs.logger });
+      try {
+        const owner = await signUp(a.server, a.baseUrl);
+        const agent = await addMember(a.server, owner, 'agent');
+        const onC = new Api(c.baseUrl);
+        await waitFor(() => c.server.services.callers.live, { what: 'C to listen' });
+        await warm(onC, agent.accessToken);
+        relay.cut();
+        await waitFor(() => !c.server.services.callers.live, { what: 'C to notice it no longer hears revocations' });
+        // Suspended through A while C cannot hear it; C keeps trying to listen, and says so.
+        expectApiSuccess(await owner.api.patch(`${members(owner.orgId)}/${agent.membershipId}/status`, { status: 'suspended' }, { token: owner.accessToken }), 200);
+        await waitFor(() => logs.matching(20, 'the revocation listener could not connect').length >= 2, { timeoutMs: 10_000, what: 'C to fail to listen, twice' });
+        expect(logs.matching(20, 'the revocation listener could not connect')[0]!.err, 'the reason logged').to.have.property('message').that.is.a('string').and.not.empty;
+        expect(c.server.services.callers.live).to.equal(false);
+        await relay.restore();
+        await waitFor(() => c.server.services.callers.live, { timeoutMs: 10_000, what: 'C to listen again' });
+        expectApiError(await onC.get('/contacts', { token: agent.accessToken }), 403, 'forbidden');
+        expect(await refusal(c.baseUrl, owner.orgId, agent.accessToken)).to.equal('forbidden');
+      } finally {
+        await relay.restore();
+        await c.stop();
+        await relay.close();
+      }
+    });
+
+    it('never caches where its listening connection does not hear what the instances send (a pooler that cannot LISTEN), whoever else probes', async () => {
+      // The listening connection is made to another database of the cluster: what is sent through the pool never
+      // reaches it (as behind a pooler that pools by transaction), while what is sent on that database does.
+      const elsewhere = new URL(process.env.DATABASE_URL!);
+      elsewhere.pathname = '/postgres';
+      const revocations = new Revocations({ events: new DomainEventBus(a.server.logger), knex: a.server.db.knex, logger: a.server.logger, mode: 'listen', databaseUrl: elsewhere.toString() });
+      const heard: string[] = [];
+      revocations.onNotice((notice) => void ('sessionIds' in notice && heard.push(...notice.sessionIds)));
+      const sender = knexFactory({ client: 'pg', connection: elsewhere.toString(), pool: { min: 0, max: 1 } });
+      const send = (notice: object) => sender.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(notice)]);
+      try {
+        revocations.start();
+        await waitFor(async () => (await send({ sessionIds: ['listening'] }), heard.includes('listening')), { what: 'the connection to listen' });
+        // Another listener's probe on that database, then a notice after it: once that is heard, so was the probe.
+        await send({ probe: randomUUID() });
+        await send({ sessionIds: ['after the probe'] });
+        await waitFor(() => heard.includes('after the probe'), { what: 'the notice after the probe' });
+        expect(revocations.live).to.equal(false);
+      } finally {
+        await revocations.stop();
+        await sender.destroy();
+      }
     });
 
     it('a password change ends every other session on the other instance, however many there are', async () => {

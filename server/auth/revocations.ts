@@ -38,9 +38,12 @@ export type CallerNotice = Revocation | AvailabilityChange;
  */
 const MAX_SESSIONS_PER_NOTICE = 100;
 
+/** A revocation as a revoking transaction tells it: sessions come with their user. */
+export type RevocationNotice = { sessionIds: string[]; userId: string } | { userId: string } | { organizationId: string; userId?: string };
+
 /** The notice as it can travel: a long list of sessions becomes its user. */
-function wire(notice: CallerNotice & { userId?: string | null }): CallerNotice {
-  if ('sessionIds' in notice && notice.sessionIds.length > MAX_SESSIONS_PER_NOTICE && notice.userId) return { userId: notice.userId };
+function wire(notice: RevocationNotice): Revocation {
+  if ('sessionIds' in notice && notice.sessionIds.length > MAX_SESSIONS_PER_NOTICE) return { userId: notice.userId };
   return notice;
 }
 
@@ -70,8 +73,7 @@ export interface RevocationDeps {
 export class Revocations {
   private listeners = new Set<(notice: CallerNotice) => void>();
   private client: pg.Client | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
   private probe: string | null = null;
   live: boolean;
   /** Bumped by every revocation and every change of `live`: an answer loaded across a bump is not kept. */
@@ -84,19 +86,20 @@ export class Revocations {
     private readonly deps: RevocationDeps,
   ) {
     this.live = deps.mode === 'local';
-    const announce = (notice: CallerNotice & { userId?: string | null }) => {
-      this.apply(notice);
-      if (deps.mode === 'listen') {
-        deps.knex.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(wire(notice))]).catch((err: Error) => deps.logger.warn({ err }, 'could not tell other instances of a revocation'));
-      }
-    };
-    deps.events.on('session.revoked', ({ userId, sessionIds }) => announce({ sessionIds, userId }));
-    deps.events.on('membership.changed', ({ organizationId, userId }) => userId && announce({ organizationId, userId }));
-    deps.events.on('organization.deleted', ({ organizationId }) => announce({ organizationId }));
+    // This instance's own revocations, as they commit. On PostgreSQL the revoking transaction has also sent its notice
+    // (noticeRevocation), which every instance hears, this one included: that notice is what the others rely on.
+    deps.events.on('session.revoked', ({ sessionIds }) => this.apply({ sessionIds }));
+    deps.events.on('membership.changed', ({ organizationId, userId }) => userId && this.apply({ organizationId, userId }));
+    deps.events.on('organization.deleted', ({ organizationId }) => this.apply({ organizationId }));
     // Only a choice carries `availability` (AgentService.setStatus); a first or last socket repeats the stored one
-    // or says offline, so it costs no notice on the connect path.
+    // or says offline, so it costs no notice on the connect path. A choice is no transaction's: it is told from here.
     deps.events.on('presence.changed', ({ organizationId, userId, availability }) => {
-      if (availability) announce({ organizationId, userId, availability: availability as Availability });
+      if (!availability) return;
+      const change: AvailabilityChange = { organizationId, userId, availability: availability as Availability };
+      this.apply(change);
+      if (deps.mode === 'listen') {
+        deps.knex.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(change)]).catch((err: Error) => deps.logger.warn({ err }, 'could not tell other instances of an availability'));
+      }
     });
   }
 
@@ -158,12 +161,11 @@ export class Revocations {
   }
 
   start(): void {
-    if (this.deps.mode !== 'listen' || this.stopped) return;
+    if (this.deps.mode !== 'listen') return;
     void this.connect();
   }
 
   private async connect(): Promise<void> {
-    this.timer = null;
     const client = new pg.Client({ connectionString: this.deps.databaseUrl ?? undefined, application_name: REVOCATION_LISTENER });
     this.client = client;
     const lost = () => {
@@ -171,18 +173,21 @@ export class Revocations {
       this.client = null;
       this.setLive(false);
       client.end().catch(() => undefined);
-      if (!this.stopped) this.timer = setTimeout(() => void this.connect(), RECONNECT_MS).unref();
+      this.timer = setTimeout(() => void this.connect(), RECONNECT_MS).unref();
     };
+    // An end this instance did not ask for is reported as an error first (pg: "Connection terminated unexpectedly").
     client.on('error', lost);
-    client.on('end', lost);
     client.on('notification', (n) => {
-      if (n.channel !== REVOCATION_CHANNEL || !n.payload) return;
+      // (This connection listens on REVOCATION_CHANNEL only.) A payload that is not a notice is ignored: thrown from
+      // here, an error would end the process.
+      if (!n.payload) return;
       let r: CallerNotice & { probe?: string };
       try {
         r = JSON.parse(n.payload);
       } catch {
         return;
       }
+      if (typeof r !== 'object' || r === null) return;
       if (r.probe !== undefined) {
         if (r.probe === this.probe && this.client === client) this.setLive(true);
         return;
@@ -192,7 +197,6 @@ export class Revocations {
     try {
       await client.connect();
       await client.query(`listen ${REVOCATION_CHANNEL}`);
-      if (this.stopped) return void client.end().catch(() => undefined);
       // Sent through the pool, as revocations are: heard here only if notifications really reach this connection.
       this.probe = randomUUID();
       await this.deps.knex.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify({ probe: this.probe })]);
@@ -202,22 +206,25 @@ export class Revocations {
     }
   }
 
+  /**
+   * Remembering stops with the instance. A reconnect planned is cancelled; a connection under way is `this.client` and
+   * is ended here, so its `lost()` finds itself replaced and plans none.
+   */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    clearTimeout(this.timer);
     const client = this.client;
     this.client = null;
-    this.live = this.deps.mode === 'local';
+    this.live = false;
     await client?.end().catch(() => undefined);
   }
 }
 
 /**
  * Tells the other instances, inside the transaction that revokes: PostgreSQL sends the notice as it commits, so it
- * is on its way before the revoking request answers (each instance acts on it when its event loop reads it).
- * (The domain event that follows the commit tells this instance, and tells the others again.) Nothing to do on the embedded database, which one process serves.
+ * is on its way before the revoking request answers (each instance, this one included, acts on it when its event loop
+ * reads it). Nothing to do on the embedded database, which one process serves (its domain events tell the memory).
  */
-export async function noticeRevocation(db: Knex | Knex.Transaction, revocation: Exclude<Revocation, { everyone: true }> & { userId?: string }): Promise<void> {
-  if ((db.client as { config?: { client?: unknown } }).config?.client !== 'pg') return;
+export async function noticeRevocation(db: Knex | Knex.Transaction, revocation: RevocationNotice): Promise<void> {
+  if ((db.client as { config: { client: unknown } }).config.client !== 'pg') return;
   await db.raw('select pg_notify(?, ?)', [REVOCATION_CHANNEL, JSON.stringify(wire(revocation))]);
 }
