@@ -13,6 +13,7 @@ import { inboundEvents, postSignedMail, quiesce, TEST_ENCRYPTION_KEY } from './h
 import { fakeProvider } from './helpers/providers.js';
 import { MESSAGE_CONTENT_MAX } from '../server/limits.js';
 import { PDF, PNG } from './helpers/storage.js';
+import { INBOUND_QUEUE } from '../server/services/channels/index.js';
 
 describe('Channels: where an inbound message goes', function () {
   this.timeout(120_000);
@@ -163,6 +164,27 @@ describe('Channels: where an inbound message goes', function () {
     const [content] = await messages(event.conversationId!);
     expect(content).to.have.length(MESSAGE_CONTENT_MAX);
     expect(content!.startsWith(`${subject}\n\nxxx`)).to.equal(true);
+  });
+
+  it('ends a job run again for events already processed, or no longer stored, and changes nothing', async () => {
+    const from = uniqueEmail('again');
+    const first = await mail({ from, subject: 'Once', text: 'Only once' });
+    const second = await mail({ from, text: 'Not twice' });
+    const { knex } = test.server.db;
+    const stored = () => knex('inbound_events').whereIn('id', [first.id, second.id]).orderBy('seq');
+    const before = await stored();
+    // Runs are at least once: a job may come again after its events were processed, or after they were deleted.
+    const gone = randomUUID();
+    const jobs = [
+      await test.server.jobs.enqueue(INBOUND_QUEUE, { eventIds: [second.id, first.id, gone] }, { organizationId: owner.orgId }),
+      await test.server.jobs.enqueue(INBOUND_QUEUE, { eventId: first.id }, { organizationId: owner.orgId }),
+      await test.server.jobs.enqueue(INBOUND_QUEUE, { eventId: gone }, { organizationId: owner.orgId }),
+    ];
+    await quiesce(test.server, owner.orgId);
+    expect((await knex('jobs').whereIn('id', jobs.map((j) => j.id))).map((j: { status: string; attempts: number }) => [j.status, j.attempts])).to.deep.equal(Array(3).fill(['done', 1]));
+    // Not processed again: the same outcome, written at the same time.
+    expect(await stored()).to.deep.equal(before);
+    expect(await messages(first.conversationId!)).to.deep.equal(['Once\n\nOnly once', 'Not twice']);
   });
 
   it('gives a WhatsApp sender whose number does not parse a contact by its identity alone, and keeps the message', async () => {
