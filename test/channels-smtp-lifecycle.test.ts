@@ -57,10 +57,11 @@ describe('channels: a taken SMTP_IN_PORT', function () {
     await new Promise((resolve) => blocker.close(resolve));
   });
 
-  it('fails the start with an error naming SMTP_IN_PORT and the port', async () => {
+  it('fails the start with an error naming SMTP_IN_PORT and the port, the listener\'s error logged as a warning', async () => {
     const port = (blocker.address() as AddressInfo).port;
+    const logs = captureLogs('info');
     // startTestServer closes what the failed start had opened (the database, the jobs) before it rethrows.
-    const failure = await startTestServer({ SMTP_IN_PORT: String(port), ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, INBOUND_EMAIL_DOMAIN: 'in.platform.test' }).then(
+    const failure = await startTestServer({ SMTP_IN_PORT: String(port), ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, INBOUND_EMAIL_DOMAIN: 'in.platform.test' }, { logger: logs.logger }).then(
       async (test) => {
         await test.stop();
         return null;
@@ -70,6 +71,7 @@ describe('channels: a taken SMTP_IN_PORT', function () {
     expect(failure, 'the server started on a taken SMTP_IN_PORT').to.be.instanceOf(Error);
     expect(failure!.message).to.equal(`SMTP_IN_PORT ${port} on 127.0.0.1 cannot be opened: listen EADDRINUSE: address already in use 127.0.0.1:${port}`);
     expect((failure!.cause as NodeJS.ErrnoException).code).to.equal('EADDRINUSE');
+    expect(logs.matching(40, 'inbound SMTP').map((l) => [l.msg, (l.err as { code?: string } | undefined)?.code])).to.deep.equal([['inbound SMTP error', 'EADDRINUSE']]);
   });
 });
 

@@ -28,8 +28,8 @@ export class SmtpInbound {
       logger: false,
       closeTimeout: 1_000,
       onRcptTo: (address, _session, callback) => {
-        if (this.tokenOf(address.address)) callback();
-        else callback(Object.assign(new Error('No such mailbox here'), { responseCode: 550 }));
+        // Refused with smtp-server's 550 for a recipient.
+        callback(this.tokenOf(address.address) ? undefined : new Error('No such mailbox here'));
       },
       onData: (stream, session, callback) => {
         const chunks: Buffer[] = [];
@@ -42,7 +42,8 @@ export class SmtpInbound {
           // Counted here: `size` only announces the limit (and refuses a larger SIZE declared in MAIL FROM).
           if (size > MAX_BYTES) return callback(Object.assign(new Error('Message too large'), { responseCode: 552 }));
           const raw = Buffer.concat(chunks);
-          const tokens = [...new Set(session.envelope.rcptTo.map((r) => this.tokenOf(r.address)).filter((t): t is string => !!t))];
+          // Every recipient of the envelope has a token: onRcptTo refused the others.
+          const tokens = [...new Set(session.envelope.rcptTo.map((r) => this.tokenOf(r.address)!))];
           Promise.all(tokens.map((t) => this.deps.inbound.smtp(t, raw))).then(
             () => callback(),
             (err: unknown) => {
