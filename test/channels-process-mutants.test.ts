@@ -166,6 +166,27 @@ describe('Channels: where an inbound message goes', function () {
     expect(content!.startsWith(`${subject}\n\nxxx`)).to.equal(true);
   });
 
+  it('joins a known sender\'s text to its open conversation without looking the contact up again by its fields', async () => {
+    const from = uniqueEmail('known-fast');
+    const first = await mail({ from: `Kay Known <${from}>`, subject: 'Fast', text: 'First' });
+    const { conflicts } = test.server.services.contacts;
+    const upsert = conflicts.upsertFromSource;
+    const upserts: unknown[] = [];
+    conflicts.upsertFromSource = async function (this: typeof conflicts, ...args: Parameters<typeof upsert>) {
+      upserts.push(args[2]);
+      return upsert.apply(this, args);
+    };
+    try {
+      const second = await mail({ from: `Kay Known <${from}>`, text: 'Second' });
+      expect(second.conversationId).to.equal(first.conversationId);
+    } finally {
+      conflicts.upsertFromSource = upsert;
+    }
+    // The channel identity names the contact (one statement for the events of a tick): its fields are not matched again.
+    expect(upserts).to.deep.equal([]);
+    expect(await messages(first.conversationId!)).to.deep.equal(['Fast\n\nFirst', 'Second']);
+  });
+
   it('ends a job run again for events already processed, or no longer stored, and changes nothing', async () => {
     const from = uniqueEmail('again');
     const first = await mail({ from, subject: 'Once', text: 'Only once' });
