@@ -14,6 +14,7 @@ import { inboundEvents, postSignedMail, quiesce, TEST_ENCRYPTION_KEY } from './h
 import { fakeProvider } from './helpers/providers.js';
 import { MESSAGE_CONTENT_MAX } from '../server/limits.js';
 import { PDF, PNG } from './helpers/storage.js';
+import { INBOUND_QUEUE } from '../server/services/channels/index.js';
 
 describe('Channels: where an inbound message goes', function () {
   this.timeout(120_000);
@@ -193,6 +194,48 @@ describe('Channels: where an inbound message goes', function () {
     const event = await mail({ from: `Una Known <${from}>`, subject: 'Hi', text: 'New here' });
     const contactId = (await conversation(event.conversationId!)).contactId;
     expect(ok(await owner.api.get(`/contacts/${contactId}`, { token: owner.accessToken }), 200)).to.deep.include({ name: 'Una Known', email: from, tags: [], identities: [{ channel: 'email', externalId: from }] });
+  });
+
+  it('joins a known sender\'s text to its open conversation without looking the contact up again by its fields', async () => {
+    const from = uniqueEmail('known-fast');
+    const first = await mail({ from: `Kay Known <${from}>`, subject: 'Fast', text: 'First' });
+    const { conflicts } = test.server.services.contacts;
+    const upsert = conflicts.upsertFromSource;
+    const upserts: unknown[] = [];
+    conflicts.upsertFromSource = async function (this: typeof conflicts, ...args: Parameters<typeof upsert>) {
+      upserts.push(args[2]);
+      return upsert.apply(this, args);
+    };
+    try {
+      const second = await mail({ from: `Kay Known <${from}>`, text: 'Second' });
+      expect(second.conversationId).to.equal(first.conversationId);
+    } finally {
+      conflicts.upsertFromSource = upsert;
+    }
+    // The channel identity names the contact (one statement for the events of a tick): its fields are not matched again.
+    expect(upserts).to.deep.equal([]);
+    expect(await messages(first.conversationId!)).to.deep.equal(['Fast\n\nFirst', 'Second']);
+  });
+
+  it('ends a job run again for events already processed, or no longer stored, and changes nothing', async () => {
+    const from = uniqueEmail('again');
+    const first = await mail({ from, subject: 'Once', text: 'Only once' });
+    const second = await mail({ from, text: 'Not twice' });
+    const { knex } = test.server.db;
+    const stored = () => knex('inbound_events').whereIn('id', [first.id, second.id]).orderBy('seq');
+    const before = await stored();
+    // Runs are at least once: a job may come again after its events were processed, or after they were deleted.
+    const gone = randomUUID();
+    const jobs = [
+      await test.server.jobs.enqueue(INBOUND_QUEUE, { eventIds: [second.id, first.id, gone] }, { organizationId: owner.orgId }),
+      await test.server.jobs.enqueue(INBOUND_QUEUE, { eventId: first.id }, { organizationId: owner.orgId }),
+      await test.server.jobs.enqueue(INBOUND_QUEUE, { eventId: gone }, { organizationId: owner.orgId }),
+    ];
+    await quiesce(test.server, owner.orgId);
+    expect((await knex('jobs').whereIn('id', jobs.map((j) => j.id))).map((j: { status: string; attempts: number }) => [j.status, j.attempts])).to.deep.equal(Array(3).fill(['done', 1]));
+    // Not processed again: the same outcome, written at the same time.
+    expect(await stored()).to.deep.equal(before);
+    expect(await messages(first.conversationId!)).to.deep.equal(['Once\n\nOnly once', 'Not twice']);
   });
 
   it('gives a WhatsApp sender whose number does not parse a contact by its identity alone, and keeps the message', async () => {

@@ -12,6 +12,7 @@ import { inboundEvents, quiesce, TEST_ENCRYPTION_KEY } from './helpers/channels.
 import { fakeProvider } from './helpers/providers.js';
 import { DELIVERY_QUEUE, INBOUND_QUEUE } from '../server/services/channels/index.js';
 import { whatsappEvents } from '../server/services/channels/providers/whatsapp.js';
+import { refuseWrites } from './helpers/refusals.js';
 
 describe('Channels: Telegram and WhatsApp', function () {
   this.timeout(120_000);
@@ -275,6 +276,71 @@ describe('Channels: Telegram and WhatsApp', function () {
         expect(messages.map((m) => m.content)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7].map((n) => `${from.slice(-1)}:${n}`));
         expect(messages.map((m) => m.seq)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8]);
         expect(new Set(events.filter((e) => e.providerId.includes(from)).map((e) => e.conversationId))).to.deep.equal(new Set([conversations[0].id]));
+      }
+    });
+
+    it('processes one sender\'s messages one after another while another sender\'s go on', async () => {
+      const { messages: service } = test.server.services;
+      const [ann, ben] = ['4915100000011', '4915100000012'];
+      // Ann's first message is held until Ben's is sent, or until Ann's second one reaches the send path (which it
+      // must not before her first is done): each sender's messages in order, not the whole job in one line.
+      let releaseFirst!: () => void;
+      const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+      const running = new Map<string, number>();
+      const overlapped: string[] = [];
+      const send = service.send;
+      service.send = async function (this: typeof service, ...args: Parameters<typeof send>) {
+        const { content } = args[1] as { content: string };
+        const from = content.startsWith('ann') ? ann : ben;
+        if (running.get(from)) overlapped.push(content);
+        running.set(from, (running.get(from) ?? 0) + 1);
+        if (content === 'ann:2') releaseFirst();
+        try {
+          if (content === 'ann:1') await firstHeld;
+          const sent = await send.apply(this, args);
+          if (content === 'ben:1') releaseFirst();
+          return sent;
+        } finally {
+          running.set(from, running.get(from)! - 1);
+        }
+      };
+      try {
+        const messages = [{ from: ann, n: 1 }, { from: ann, n: 2 }, { from: ben, n: 1 }].map(({ from, n }) => ({ id: `wamid.LINE-${from}-${n}`, from, type: 'text', text: { body: `${from === ann ? 'ann' : 'ben'}:${n}` } }));
+        expect(ok(await post(webhook({ messaging_product: 'whatsapp', contacts: [ann, ben].map((wa_id) => ({ wa_id, profile: { name: wa_id } })), messages })), 200)).to.deep.equal({ stored: 3, duplicates: 0 });
+        await quiesce(test.server, owner.orgId);
+      } finally {
+        service.send = send;
+      }
+      expect(overlapped).to.deep.equal([]);
+      const conversation = await test.server.db.knex('conversations').where({ channelId, channelAddress: ann }).first();
+      const stored = await test.server.db.knex('messages').where({ conversationId: conversation.id }).orderBy('seq');
+      expect(stored.map((m) => m.content)).to.deep.equal(['ann:1', 'ann:2']);
+    });
+
+    it('tries a job of several events again when one of them fails; each message is stored once', async () => {
+      const { knex } = test.server.db;
+      const tag = randomUUID().slice(0, 8);
+      const [kept, refused] = [`kept ${tag}`, `refused ${tag}`];
+      const refusal = await refuseWrites(knex, { table: 'messages', on: 'insert', when: `new.content = '${refused}'` });
+      let job: { id: string; status: string; attempts: number };
+      try {
+        const messages = [{ id: `wamid.KEPT-${tag}`, from: '4915100000021', body: kept }, { id: `wamid.REFUSED-${tag}`, from: '4915100000022', body: refused }].map((m) => ({ id: m.id, from: m.from, type: 'text', text: { body: m.body } }));
+        expect(ok(await post(webhook({ messaging_product: 'whatsapp', messages })), 200)).to.deep.equal({ stored: 2, duplicates: 0 });
+        await quiesce(test.server, owner.orgId);
+        const events = (await inboundEvents(test.server, channelId)).filter((e) => e.providerId.endsWith(tag)).sort((a, b) => a.providerId.localeCompare(b.providerId));
+        expect(events.map((e) => [e.providerId, e.status])).to.deep.equal([[`wamid.KEPT-${tag}`, 'processed'], [`wamid.REFUSED-${tag}`, 'pending']]);
+        [job] = await knex('jobs').whereRaw(`payload->'eventIds' @> ?::jsonb`, [JSON.stringify([events[0]!.id])]);
+        expect(job).to.include({ status: 'pending', attempts: 1 });
+      } finally {
+        await refusal.lift();
+      }
+      await knex('jobs').where({ id: job.id }).update({ run_at: knex.fn.now() });
+      await quiesce(test.server, owner.orgId);
+      expect(await knex('jobs').where({ id: job.id }).first()).to.include({ status: 'done', attempts: 2 });
+      const events = (await inboundEvents(test.server, channelId)).filter((e) => e.providerId.endsWith(tag)).sort((a, b) => a.providerId.localeCompare(b.providerId));
+      expect(events.map((e) => e.status)).to.deep.equal(['processed', 'processed']);
+      for (const [event, content] of [[events[0]!, kept], [events[1]!, refused]] as const) {
+        expect((await knex('messages').where({ conversationId: event.conversationId })).map((m: { content: string }) => m.content)).to.deep.equal([content]);
       }
     });
 

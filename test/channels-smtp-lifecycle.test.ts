@@ -1,6 +1,6 @@
 // Inbound SMTP is opened only when SMTP_IN_PORT asks for it, and closed with the server; SES mail through SNS taken
 // from any topic (no SNS_TOPIC_ARNS) is said in the log at start.
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { startTestServer } from './helpers/server.js';
@@ -43,6 +43,35 @@ describe('channels: the inbound SMTP listener', function () {
     } finally {
       if (!stopped) await test.stop();
     }
+  });
+});
+
+describe('channels: a taken SMTP_IN_PORT', function () {
+  this.timeout(120_000);
+  let blocker: Server;
+  before(async () => {
+    blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()));
+  });
+  after(async () => {
+    await new Promise((resolve) => blocker.close(resolve));
+  });
+
+  it('fails the start with an error naming SMTP_IN_PORT and the port, the listener\'s error logged as a warning', async () => {
+    const port = (blocker.address() as AddressInfo).port;
+    const logs = captureLogs('info');
+    // startTestServer closes what the failed start had opened (the database, the jobs) before it rethrows.
+    const failure = await startTestServer({ SMTP_IN_PORT: String(port), ENCRYPTION_KEY: TEST_ENCRYPTION_KEY, INBOUND_EMAIL_DOMAIN: 'in.platform.test' }, { logger: logs.logger }).then(
+      async (test) => {
+        await test.stop();
+        return null;
+      },
+      (err: Error) => err,
+    );
+    expect(failure, 'the server started on a taken SMTP_IN_PORT').to.be.instanceOf(Error);
+    expect(failure!.message).to.equal(`SMTP_IN_PORT ${port} on 127.0.0.1 cannot be opened: listen EADDRINUSE: address already in use 127.0.0.1:${port}`);
+    expect((failure!.cause as NodeJS.ErrnoException).code).to.equal('EADDRINUSE');
+    expect(logs.matching(40, 'inbound SMTP').map((l) => [l.msg, (l.err as { code?: string } | undefined)?.code])).to.deep.equal([['inbound SMTP error', 'EADDRINUSE']]);
   });
 });
 

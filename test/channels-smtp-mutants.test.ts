@@ -87,12 +87,11 @@ describe('Channels: inbound SMTP recipients and refusals', function () {
     expect(extensions.filter((e) => /^(AUTH|STARTTLS)\b/.test(e))).to.deep.equal([]);
   });
 
-  it('refuses a mail over 25 MB with 552 and stores nothing, whatever its envelope said', async () => {
-    const channel = await emailChannel();
-    // A raw session: no SIZE declared in MAIL FROM, so the size is known only as the data arrives.
-    const reply = await new Promise<string>((resolve, reject) => {
+  /** A raw session (no SIZE declared in MAIL FROM, so the size is known only as the data arrives): the last answer. */
+  const rawSession = (rcpt: string, content: string): Promise<string> =>
+    new Promise<string>((resolve, reject) => {
       const socket = connect(test.server.services.channels.smtpInPort!, '127.0.0.1');
-      const steps = ['EHLO sender.test', 'MAIL FROM:<ada@customer.test>', `RCPT TO:<${channel.smtpAddress}>`, 'DATA'];
+      const steps = ['EHLO sender.test', 'MAIL FROM:<ada@customer.test>', `RCPT TO:<${rcpt}>`, 'DATA'];
       let buffered = '';
       socket.setTimeout(60_000, () => socket.destroy(new Error('no answer')));
       socket.on('error', reject);
@@ -103,9 +102,7 @@ describe('Channels: inbound SMTP recipients and refusals', function () {
         for (const line of lines) {
           if (/^\d{3}-/.test(line)) continue;
           if (line.startsWith('354')) {
-            const big = `${'x'.repeat(998)}\r\n`.repeat(Math.ceil((25 * 1024 * 1024 + 4096) / 1000));
-            socket.write(`From: ada@customer.test\r\nSubject: Too big\r\nMessage-ID: <big-${randomUUID()}@customer.test>\r\n\r\n`);
-            socket.write(big);
+            socket.write(content);
             socket.write('.\r\n');
           } else if (steps.length) {
             socket.write(`${steps.shift()}\r\n`);
@@ -117,9 +114,38 @@ describe('Channels: inbound SMTP recipients and refusals', function () {
         }
       });
     });
+  const LIMIT = 25 * 1024 * 1024;
+  /** A mail of exactly `bytes` bytes of data (the CRLF before the ending dot included): padding in a MIME preamble. */
+  const mailOf = (bytes: number, messageId: string) => {
+    const head = `From: ada@customer.test\r\nSubject: At the limit\r\nMessage-ID: ${messageId}\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="limit"\r\n\r\n`;
+    const tail = '--limit\r\nContent-Type: text/plain\r\n\r\nExactly at the limit\r\n--limit--\r\n';
+    let rest = bytes - head.length - tail.length;
+    let lines = Math.floor(rest / 1000);
+    rest -= lines * 1000;
+    if (rest > 0 && rest < 3) {
+      lines -= 1;
+      rest += 1000;
+    }
+    const padding = `${'x'.repeat(998)}\r\n`.repeat(lines) + (rest ? `${'x'.repeat(rest - 2)}\r\n` : '');
+    const mail = head + padding + tail;
+    expect(Buffer.byteLength(mail)).to.equal(bytes);
+    return mail;
+  };
+
+  it('refuses a mail over 25 MB with 552 and stores nothing, whatever its envelope said', async () => {
+    const channel = await emailChannel();
+    const reply = await rawSession(channel.smtpAddress, mailOf(LIMIT + 4096, `<big-${randomUUID()}@customer.test>`));
     expect(reply).to.match(/^552 /);
     expect(reply).to.contain('Message too large');
     expect(await inboundEvents(test.server, channel.id)).to.deep.equal([]);
+  });
+
+  it('takes a mail of exactly 25 MB, whole', async () => {
+    const channel = await emailChannel();
+    const messageId = `<limit-${randomUUID()}@customer.test>`;
+    expect(await rawSession(channel.smtpAddress, mailOf(LIMIT, messageId))).to.match(/^250 /);
+    const stored = await test.server.db.knex('inbound_events').where({ channelId: channel.id }).select('providerId', 'payload');
+    expect(stored.map((e) => [e.providerId, e.payload.text])).to.deep.equal([[messageId, 'Exactly at the limit']]);
   });
 
   it('stores a mail to two channels on each, and to one channel twice once', async () => {

@@ -44,7 +44,15 @@ export async function startTestServer(overrides: Record<string, string | undefin
   };
   const config = loadConfig(env);
   const server = createServer(config, opts);
-  const port = await server.start();
+  let port: number;
+  try {
+    port = await server.start();
+  } catch (err) {
+    // A start that failed half-way (a port taken) has opened the database and started the jobs: close them too.
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     server,
     baseUrl: `http://127.0.0.1:${port}`,

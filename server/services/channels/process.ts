@@ -69,7 +69,7 @@ export class InboundProcessor {
   private readonly loadEvent = tickBatch(async (ids: string[]) => {
     const events = (await this.deps.knex('inbound_events').whereIn('id', [...new Set(ids)]).orderBy('seq')) as InboundEventRow[];
     const channelIds = [...new Set(events.map((e) => e.channelId))];
-    const channels = channelIds.length ? ((await this.deps.knex('channels').whereIn('id', channelIds)) as ChannelRow[]) : [];
+    const channels = (await this.deps.knex('channels').whereIn('id', channelIds)) as ChannelRow[];
     const channelById = new Map(channels.map((c) => [c.id, c]));
     // Jobs are claimed in no particular order: each sender's events queue up in the order they were stored.
     const turns = new Map<string, Turn>();
@@ -140,7 +140,8 @@ export class InboundProcessor {
    * are skipped).
    */
   async handle(job: Job<InboundJob>): Promise<void | typeof JOB_FINISHED> {
-    const ids = job.payload.eventIds ?? (job.payload.eventId ? [job.payload.eventId] : []);
+    // Jobs written before events were grouped name their one event by `eventId`.
+    const ids = job.payload.eventIds ?? [job.payload.eventId!];
     if (ids.length === 1) return (await this.handleEvent(ids[0]!, { id: job.id, attempt: job.attempt })) ? JOB_FINISHED : undefined;
     const settled = await Promise.allSettled(ids.map((id) => this.handleEvent(id, null)));
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');

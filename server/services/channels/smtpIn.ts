@@ -12,10 +12,10 @@ export class SmtpInbound {
 
   constructor(private readonly deps: { inbound: ChannelInbound; domain: string; logger: Logger }) {}
 
-  /** The channel token of a recipient address, or null when it is not one of ours. */
-  tokenOf(address: string): string | null {
-    const m = /^in\+([0-9a-f]{24})@(.+)$/i.exec(address.trim());
-    return m && m[2]!.toLowerCase() === this.deps.domain ? m[1]!.toLowerCase() : null;
+  /** The channel token of a recipient address (smtp-server hands it over parsed), or null when it is not one of ours. */
+  private tokenOf(address: string): string | null {
+    const m = /^in\+([0-9a-f]{24})@(.+)$/.exec(address.toLowerCase());
+    return m && m[2] === this.deps.domain ? m[1]! : null;
   }
 
   async listen(port: number, host: string): Promise<number> {
@@ -28,8 +28,8 @@ export class SmtpInbound {
       logger: false,
       closeTimeout: 1_000,
       onRcptTo: (address, _session, callback) => {
-        if (this.tokenOf(address.address)) callback();
-        else callback(Object.assign(new Error('No such mailbox here'), { responseCode: 550 }));
+        // Refused with smtp-server's 550 for a recipient.
+        callback(this.tokenOf(address.address) ? undefined : new Error('No such mailbox here'));
       },
       onData: (stream, session, callback) => {
         const chunks: Buffer[] = [];
@@ -42,7 +42,8 @@ export class SmtpInbound {
           // Counted here: `size` only announces the limit (and refuses a larger SIZE declared in MAIL FROM).
           if (size > MAX_BYTES) return callback(Object.assign(new Error('Message too large'), { responseCode: 552 }));
           const raw = Buffer.concat(chunks);
-          const tokens = [...new Set(session.envelope.rcptTo.map((r) => this.tokenOf(r.address)).filter((t): t is string => !!t))];
+          // Every recipient of the envelope has a token: onRcptTo refused the others.
+          const tokens = [...new Set(session.envelope.rcptTo.map((r) => this.tokenOf(r.address)!))];
           Promise.all(tokens.map((t) => this.deps.inbound.smtp(t, raw))).then(
             () => callback(),
             (err: unknown) => {
@@ -55,7 +56,8 @@ export class SmtpInbound {
     });
     server.on('error', (err) => this.deps.logger.warn({ err }, 'inbound SMTP error'));
     await new Promise<void>((resolve, reject) => {
-      server.server.once('error', reject);
+      // Named: the start fails with it, and PORT, METRICS_PORT and SMTP_IN_PORT all fail alike on a taken port.
+      server.server.once('error', (err) => reject(new Error(`SMTP_IN_PORT ${port} on ${host} cannot be opened: ${err.message}`, { cause: err })));
       server.listen(port, host, () => resolve());
     });
     this.server = server;
