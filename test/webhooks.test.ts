@@ -2,6 +2,8 @@
 // retries after a 500 and a timeout, nothing for a rolled-back change, 410 disabling the hook, rotation, redelivery,
 // target checks, and deliveries surviving a restart.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -125,6 +127,43 @@ describe('webhooks', function () {
     const all = await receiver.waitFor(3);
     expect(new Set(all.map((r) => r.headers['x-webhook-id'])).size).to.equal(1);
     expect((await owner.api.get(`/webhooks/${hook.id}`, { token: owner.accessToken })).body.data.consecutiveFailures).to.equal(0);
+  });
+
+  it('sends a delivery again at once when the receiver closed the kept-alive connection it went out on', async () => {
+    // The receiver answers the first request of a connection, and drops the connection at the second one's arrival
+    // without answering: what a receiver closing an idle connection, just as it is reused, looks like to the sender.
+    const served = new WeakMap<Socket, number>();
+    const seen: { connection: number; contact: string }[] = [];
+    const connections: Socket[] = [];
+    const closer = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c));
+      req.on('end', () => {
+        if (!connections.includes(req.socket)) connections.push(req.socket);
+        const n = (served.get(req.socket) ?? 0) + 1;
+        served.set(req.socket, n);
+        seen.push({ connection: connections.indexOf(req.socket), contact: JSON.parse(raw).data.contact.name });
+        if (n > 1) return void req.socket.destroy();
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+      });
+    });
+    await new Promise<void>((r) => closer.listen(0, '127.0.0.1', r));
+    try {
+      const owner = await signUp(server.server, server.baseUrl);
+      const hook = await createHook(owner, `http://127.0.0.1:${(closer.address() as AddressInfo).port}/hook`, ['contact.created']);
+      const list = async () => (await owner.api.get(`/webhooks/${hook.id}/deliveries`, { token: owner.accessToken })).body.data as Record<string, unknown>[];
+      for (const [k, name] of ['Kept Alive', 'Reused'].entries()) {
+        await owner.api.post('/contacts', { name, email: uniqueEmail('kept') }, { token: owner.accessToken });
+        await server.server.jobs.drain(QUEUE);
+        await until(list, (d) => d.length === k + 1 && d.every((x) => x.status !== 'pending' || (x.attempts as number) > 0), 20_000);
+      }
+      // Both succeeded on their first attempt: the second was sent again on a new connection, not left for a retry.
+      expect((await list()).map((d) => [d.status, d.attempts, d.responseStatus])).to.deep.equal([['succeeded', 1, 200], ['succeeded', 1, 200]]);
+      expect(seen).to.deep.equal([{ connection: 0, contact: 'Kept Alive' }, { connection: 0, contact: 'Reused' }, { connection: 1, contact: 'Reused' }]);
+    } finally {
+      closer.closeAllConnections();
+      await new Promise((r) => closer.close(r));
+    }
   });
 
   it('records each delivery\'s own answer when many to the same receiver are sent together', async () => {

@@ -116,6 +116,13 @@ function retryAfterSeconds(value: string | string[] | undefined): number | undef
   return Number.isFinite(seconds) ? Math.min(Math.max(Math.ceil(seconds), 1), 86_400) : undefined;
 }
 
+/** A request lost with the kept-alive connection it was sent on, before any answer (see `post`). */
+class StaleConnection extends Error {
+  constructor(readonly lost: Error) {
+    super(lost.message);
+  }
+}
+
 export class WebhookDeliverer {
   // Keep-alive per instance: a receiver taking many deliveries is not handshaken with each time.
   private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: PER_TARGET });
@@ -259,7 +266,19 @@ export class WebhookDeliverer {
     return rows.map(() => undefined);
   }
 
-  private post(url: URL, address: string, family: 4 | 6, headers: Record<string, string>, body: string): Promise<Answer> {
+  private async post(url: URL, address: string, family: 4 | 6, headers: Record<string, string>, body: string): Promise<Answer> {
+    try {
+      return await this.exchange(url, address, family, headers, body);
+    } catch (err) {
+      // A kept-alive connection the receiver closed while idle, just as this request went out on it: the receiver
+      // read nothing, so the request is sent again at once on a new connection (Node's own advice for reused
+      // sockets) instead of counting a failed attempt and waiting for the retry.
+      if (!(err instanceof StaleConnection)) throw err;
+      return this.exchange(url, address, family, headers, body);
+    }
+  }
+
+  private exchange(url: URL, address: string, family: 4 | 6, headers: Record<string, string>, body: string): Promise<Answer> {
     const https = url.protocol === 'https:';
     return new Promise((resolve, reject) => {
       const req = (https ? httpsRequest : httpRequest)(url, {
@@ -270,7 +289,9 @@ export class WebhookDeliverer {
       });
       // The whole exchange, answer included, must fit in the timeout.
       const timer = setTimeout(() => req.destroy(new Error(`No answer within ${this.deps.timeoutMs} ms`)), this.deps.timeoutMs);
+      let answered = false;
       req.on('response', (res) => {
+        answered = true;
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
@@ -285,9 +306,10 @@ export class WebhookDeliverer {
           reject(err);
         });
       });
-      req.on('error', (err) => {
+      req.on('error', (err: NodeJS.ErrnoException) => {
         clearTimeout(timer);
-        reject(err);
+        const closedUnderUs = req.reusedSocket && !answered && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
+        reject(closedUnderUs ? new StaleConnection(err) : err);
       });
       req.end(body);
     });
