@@ -5,6 +5,8 @@ import { expect } from 'chai';
 import type { Knex } from 'knex';
 import { MessageRollup } from '../server/services/analytics/index.js';
 import { sharedServer } from './helpers/hooks.js';
+import { addMember, signUp } from './helpers/factories.js';
+import { expectApiSuccess } from './helpers/auth.js';
 
 describe('Analytics: the rollup job\'s runs and timer', function () {
   this.timeout(30_000);
@@ -81,6 +83,41 @@ describe('Analytics: the rollup job\'s runs and timer', function () {
       globalThis.setInterval = realSet;
       globalThis.clearInterval = realClear;
       await r.stop();
+    }
+  });
+
+  it('builds every hour, day and agent total on its first run (no watermark yet)', async () => {
+    const { server, baseUrl } = sharedServer();
+    const svc = server.services.analytics;
+    const owner = await signUp(server, baseUrl);
+    const agent = await addMember(server, owner, 'agent', 'Fay First');
+    // Back-dated conversations, never rolled up: only a first run (or a recount) reads them.
+    const at = (day: number, h: number) => new Date(Date.UTC(2026, 5, day, h, 7));
+    await server.db.knex('conversations').insert([10, 11, 11, 12].map((day, i) => ({
+      organization_id: owner.orgId, status: i < 2 ? 'resolved' : 'open', assigned_to: agent.userId, created_at: at(day, 9 + i), updated_at: at(day, 9 + i),
+      first_response_at: new Date(at(day, 9 + i).getTime() + 30_000), first_human_reply_at: new Date(at(day, 9 + i).getTime() + 60_000), first_human_reply_by: agent.userId,
+      first_resolved_at: i < 2 ? new Date(at(day, 9 + i).getTime() + 3_600_000) : null, resolved_at: i < 2 ? new Date(at(day, 9 + i).getTime() + 3_600_000) : null,
+    })));
+    await server.db.knex('message_rollup_state').where({ id: 1 }).update({ rolled_until: null });
+    expect(await svc.rollup.run({ wait: true })).to.deep.equal({ skipped: false });
+    const before = svc.exactRows;
+    /** Read from the aggregates, or exactly (a millisecond later: not the cached answer). */
+    const read = async (path: string, exactly: boolean) => {
+      svc.exactRows = exactly ? Number.MAX_SAFE_INTEGER : 0;
+      const from = exactly ? '2026-06-09T00:00:00.001Z' : '2026-06-09T00:00:00.000Z';
+      return expectApiSuccess(await owner.api.get(`${path}?from=${from}&to=2026-06-13T00:00:00.000Z&timezone=UTC`, { token: owner.accessToken }), 200);
+    };
+    try {
+      const [summary, exactSummary] = [await read('/analytics/summary', false), await read('/analytics/summary', true)];
+      expect([summary.percentiles, exactSummary.percentiles]).to.deep.equal(['histogram', 'exact']);
+      expect(summary.conversations).to.deep.equal({ ...exactSummary.conversations, started: 4, resolved: 2 });
+      const [agents, exactAgents] = [await read('/analytics/agents', false), await read('/analytics/agents', true)];
+      const fay = (a: { agents: { userId: string }[] }) => a.agents.find((x) => x.userId === agent.userId) as Record<string, unknown>;
+      expect(agents.percentiles).to.equal('histogram');
+      expect(fay(agents)).to.include({ assigned: 4, resolved: 2, open: 2, firstHumanResponses: 4 });
+      expect(fay(agents)).to.include({ assigned: fay(exactAgents).assigned, firstHumanResponses: fay(exactAgents).firstHumanResponses });
+    } finally {
+      svc.exactRows = before;
     }
   });
 });
