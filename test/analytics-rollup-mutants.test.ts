@@ -53,7 +53,7 @@ describe('Analytics: the rollup job\'s runs and timer', function () {
       blocked = Number((await knex.raw(`select count(*) as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%from message_rollup_state where id = 1 for update'`)).rows[0].n);
       if (!blocked) await new Promise((resolve) => setTimeout(resolve, 25));
     }
-    expect(blocked, 'a run waiting on the watermark').to.equal(1);
+    expect(blocked, 'a run waiting on the watermark').to.be.at.least(1);
     await holder.commit();
     holder = null;
     expect(await waiting).to.deep.equal({ skipped: false });
