@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { expectApiSuccess } from './helpers/auth.js';
 import { signUp, type SignedUp } from './helpers/factories.js';
 import { sharedServer } from './helpers/hooks.js';
+import { bucketValue, fromHistogram, histogramText } from '../server/services/analytics/aggregates.js';
 
 const BASE = Date.parse('2026-03-10T00:00:00Z');
 const N = 240;
@@ -141,5 +142,21 @@ describe('Analytics from the hourly aggregates', function () {
     expect(after.conversations.resolved).to.equal(before.conversations.resolved + 1);
     expect(after.conversations.open).to.equal(before.conversations.open - 1);
     expect(after.resolution.count).to.equal(exact(Date.parse('2026-03-10T00:00:00Z'), Date.parse('2026-03-13T00:00:00Z')).res.count);
+  });
+});
+
+describe('Analytics histograms as the aggregates read them', () => {
+  it('answers 0 for durations under a second, a bucket\'s middle otherwise', () => {
+    expect(bucketValue(0)).to.equal(0);
+    expect(fromHistogram([3], 3, 0.5)).to.equal(0);
+    expect(fromHistogram([1, 0, 0, 0, 2], 3, 0.5)).to.equal(Math.round(2 ** (3.5 / 4)));
+    expect(fromHistogram([], 0, 0.5)).to.equal(null);
+  });
+
+  it('reads a histogram sent as text, differences below zero included, and nothing from an empty text', () => {
+    expect(histogramText('3,0,12')).to.deep.equal([3, 0, 12]);
+    expect(histogramText('-3,2,-10')).to.deep.equal([-3, 2, -10]);
+    expect(histogramText('')).to.deep.equal([]);
+    expect(histogramText(null)).to.deep.equal([]);
   });
 });

@@ -272,4 +272,32 @@ describe('Analytics from the daily and per-agent aggregates', function () {
     // Ten milliseconds later: answers not cached before the changes.
     for (const [from, to] of periods) await expectAgentsAgree(new Date(Date.parse(from) + 10).toISOString(), to, `after the changes, ${from}`);
   });
+
+  it("keeps the whole days' totals current: the same changes in a day every period reads from the totals", async () => {
+    const knex = sharedServer().server.db.knex;
+    // April 7th (UTC) is a whole day of every period: its figures come from the daily rows and the agents' totals.
+    const inDay = rows.map((r, i) => ({ r, i })).filter(({ r }) => r.created_at.toISOString().startsWith('2026-04-07'));
+    const a = inDay.find(({ r }) => r.assigned_to !== null)!.i;
+    const b = inDay.find(({ r, i }) => i !== a && r.assigned_to !== null && r.first_resolved_at === null && i % 6 !== 4)!.i;
+    const c = inDay.find(({ r, i }) => i !== a && i !== b && r.first_human_reply_at === null)!.i;
+    const other = agents.find((m) => m.userId !== rows[a]!.assigned_to)!.userId;
+    await knex('conversations').where('id', ids[a]!).update({ assigned_to: other, updated_at: new Date() });
+    rows[a]!.assigned_to = other;
+    const resolvedAt = new Date(rows[b]!.created_at.getTime() + 4_000_000);
+    await knex('conversations').where('id', ids[b]!).update({ status: 'resolved', first_resolved_at: resolvedAt, resolved_at: resolvedAt, updated_at: new Date() });
+    rows[b]!.first_resolved_at = resolvedAt;
+    const repliedAt = new Date(rows[c]!.created_at.getTime() + 55_000);
+    await knex('conversations').where('id', ids[c]!).update({ first_human_reply_at: repliedAt, first_human_reply_by: agents[0]!.userId, updated_at: new Date() });
+    Object.assign(rows[c]!, { first_human_reply_at: repliedAt, first_human_reply_by: agents[0]!.userId });
+    await svc().rollup.run({ wait: true });
+    for (const [from, to] of periods) {
+      // Thirty milliseconds later: answers not cached before the changes.
+      const later = new Date(Date.parse(from) + 30).toISOString();
+      await expectAgentsAgree(later, to, `after changes in a whole day, ${from}`);
+      const { exact, aggregated } = await both('/analytics/summary', later, to);
+      expect(aggregated.conversations, from).to.deep.equal(exact.conversations);
+      expect(aggregated.resolution.count, from).to.equal(exact.resolution.count);
+      expect(aggregated.firstHumanResponse.count, from).to.equal(exact.firstHumanResponse.count);
+    }
+  });
 });

@@ -20,8 +20,6 @@ export function wholeDays(range: AnalyticsRange): { from: Date; to: Date } | nul
 
 const int = (v: unknown): number => Number(v ?? 0);
 
-/** A member's row with its place in the order SQL ranked (see RANK). */
-type Ranked = AgentFigures & { pos: number };
 
 /**
  * Sorts by counts or name are ranked in SQL (names in its collation; ties by id): only the page's rows then carry
@@ -32,9 +30,12 @@ const RANK: Record<AgentSort, string | null> = {
   assigned: 'assigned desc, user_id', resolved: 'resolved desc, user_id', open: 'open desc, user_id', name: 'name, user_id',
   medianFirstResponse: null, medianResolution: null,
 };
-/** Ascending, nulls last (as SQL's `asc nulls last`), then by id. */
-const byMedian = (key: 'medianFirstResponse' | 'medianResolution') => (a: Ranked, b: Ranked) =>
-  (a[key] === b[key] ? 0 : a[key] === null ? 1 : b[key] === null ? -1 : a[key]! - b[key]!) || (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0);
+/**
+ * Ascending, nulls last (as SQL's `asc nulls last`). Ties keep the order the rows arrive in, by id (SQL ranks by id
+ * when the sort is a median, and the sort is stable).
+ */
+const byMedian = (key: 'medianFirstResponse' | 'medianResolution') => (a: AgentFigures, b: AgentFigures) =>
+  a[key] === b[key] ? 0 : a[key] === null ? 1 : b[key] === null ? -1 : a[key]! - b[key]!;
 
 /**
  * `end` less `start` (histograms as text, see histogramText), bucket by bucket, plus one count for each bucket number
@@ -143,7 +144,8 @@ async function fromTotals(
       ${['end_hr', 'start_hr', 'end_res', 'start_res'].map((c) => `case when shown then array_to_string(${c}, ',', '0') end as ${c}`).join(', ')},
       ${['edge_hr', 'edge_res', 'minus_hr', 'minus_res'].map((c) => `case when shown then ${c} end as ${c}`).join(', ')},
       (select count(*) from edge where changed)::int as changed
-    from (select *, pos > ? and pos <= ? as shown from (select *, row_number() over (order by ${RANK[page.sort] ?? 'user_id'}) as pos from figures) f) f`;
+    from (select *, pos > ? and pos <= ? as shown from (select *, row_number() over (order by ${RANK[page.sort] ?? 'user_id'}) as pos from figures) f) f
+    order by pos`;
   const [w1, w2] = e.windows;
   const bindings = [
     orgId, ...(agentId ? [agentId] : []),
@@ -155,7 +157,7 @@ async function fromTotals(
   const result = (await db.raw(sql, bindings)).rows;
   if (!result.length) return null;
   if (int(result[0]!.changed) > 0) return 'changed';
-  const rows: Ranked[] = result.map((r) => {
+  const rows: AgentFigures[] = result.map((r) => {
     const hr = histogram(r.end_hr, r.start_hr, r.edge_hr, r.minus_hr);
     const res = histogram(r.end_res, r.start_res, r.edge_res, r.minus_res);
     const count = (hist: number[]) => hist.reduce((a, b) => a + b, 0);
@@ -168,10 +170,9 @@ async function fromTotals(
       firstHumanResponses: int(r.first_human),
       medianFirstResponse: fromHistogram(hr, count(hr), 0.5),
       medianResolution: fromHistogram(res, count(res), 0.5),
-      pos: int(r.pos),
     };
   });
-  const sort = page.sort;
-  rows.sort(sort === 'medianFirstResponse' || sort === 'medianResolution' ? byMedian(sort) : (a, b) => a.pos - b.pos);
-  return { total: rows.length, rows: rows.slice(page.offset, page.offset + page.limit).map(({ pos: _pos, ...row }) => row) };
+  // Sorts by counts or name come ranked (see RANK); a median sort is done here.
+  if (page.sort === 'medianFirstResponse' || page.sort === 'medianResolution') rows.sort(byMedian(page.sort));
+  return { total: rows.length, rows: rows.slice(page.offset, page.offset + page.limit) };
 }

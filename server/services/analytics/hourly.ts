@@ -68,7 +68,7 @@ async function refreshMessageHours(trx: Knex.Transaction, where: string, binding
  * The hours touched since `since`: those of conversations updated since then (their creation, first resolution and
  * done hours) and those whose minute message counts were recounted. `since` null (the first run): every hour.
  */
-export async function refreshSince(trx: Knex.Transaction, since: Date | null): Promise<number> {
+export async function refreshSince(trx: Knex.Transaction, since: Date | null): Promise<void> {
   const keys = `
     select distinct organization_id, date_trunc('hour', t) as hour
     from conversations c cross join lateral (values (c.created_at), (c.first_resolved_at), (c.done_at)) v(t)
@@ -87,19 +87,17 @@ export async function refreshSince(trx: Knex.Transaction, since: Date | null): P
     )).rows as { organization_id: string; day: Date }[];
     await refreshAgentTotals(trx, created.map((r) => ({ organizationId: r.organization_id, day: new Date(r.day) })));
   }
-  return conversations.length + messages.length;
 }
 
 /** Every hour of one organization, from scratch. */
-export async function rebuild(trx: Knex.Transaction, organizationId: string): Promise<number> {
+export async function rebuild(trx: Knex.Transaction, organizationId: string): Promise<void> {
   await trx.raw('delete from analytics_hourly where organization_id = ?', [organizationId]);
   const keys = `
     select distinct organization_id, date_trunc('hour', t) as hour
     from conversations c cross join lateral (values (c.created_at), (c.first_resolved_at), (c.done_at)) v(t)
     where c.organization_id = ? and t is not null`;
-  const conversations = await refreshConversationHours(trx, keys, [organizationId]);
+  await refreshConversationHours(trx, keys, [organizationId]);
   await refreshMessageHours(trx, 'organization_id = ?', [organizationId]);
   await rebuildDays(trx, organizationId);
   await rebuildAgentTotals(trx, organizationId);
-  return conversations.length;
 }

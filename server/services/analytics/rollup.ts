@@ -8,10 +8,6 @@ import { rebuild, refreshSince } from './hourly.js';
 export interface RollupResult {
   /** Another instance held the watermark row: nothing was done. */
   skipped: boolean;
-  /** Rollup rows written (inserted or corrected). */
-  buckets: number;
-  /** Hourly aggregate rows refreshed. */
-  hours: number;
 }
 
 /**
@@ -45,11 +41,11 @@ export class MessageRollup {
   private runOnce(wait: boolean): Promise<RollupResult> {
     return this.deps.knex.transaction(async (trx) => {
       const state = (await trx.raw(`select rolled_until from message_rollup_state where id = 1 for update${wait ? '' : ' skip locked'}`)).rows as { rolled_until: Date | null }[];
-      if (!state.length) return { skipped: true, buckets: 0, hours: 0 };
+      if (!state.length) return { skipped: true };
       const since = state[0]!.rolled_until;
       // The watermark is this transaction's start, before the count's snapshot: what commits later is recounted by the
       // next run's window.
-      const result = await trx.raw(
+      await trx.raw(
         `with counted as (
            select m.organization_id, date_trunc('minute', m.created_at) as bucket, m.sender_type, c.channel, count(*)::int as count
            from messages m join conversations c on c.id = m.conversation_id
@@ -62,9 +58,9 @@ export class MessageRollup {
          where message_rollups.count <> excluded.count`,
         [since],
       );
-      const hours = await refreshSince(trx, since ? new Date(since.getTime() - RECOUNT_WINDOW_MS) : null);
+      await refreshSince(trx, since ? new Date(since.getTime() - RECOUNT_WINDOW_MS) : null);
       await trx.raw('update message_rollup_state set rolled_until = now() where id = 1');
-      return { skipped: false, buckets: Number(result.rowCount ?? 0), hours };
+      return { skipped: false };
     });
   }
 
@@ -72,12 +68,12 @@ export class MessageRollup {
    * Recounts every bucket of one organization from its messages, and rebuilds its aggregates: after
    * conversations or messages were imported or back-dated, which the watermark window never looks at again.
    */
-  recount(organizationId: string): Promise<number> {
+  recount(organizationId: string): Promise<void> {
     return this.deps.knex.transaction(async (trx) => {
       // Waits for a running rollup, so the two never write the same rows at once.
       await trx.raw('select 1 from message_rollup_state where id = 1 for update');
       await trx.raw('delete from message_rollups where organization_id = ?', [organizationId]);
-      const result = await trx.raw(
+      await trx.raw(
         `insert into message_rollups (organization_id, bucket, sender_type, channel, count)
          select m.organization_id, date_trunc('minute', m.created_at), m.sender_type, c.channel, count(*)::int
          from messages m join conversations c on c.id = m.conversation_id
@@ -85,7 +81,6 @@ export class MessageRollup {
         [organizationId],
       );
       await rebuild(trx, organizationId);
-      return Number(result.rowCount ?? 0);
     });
   }
 

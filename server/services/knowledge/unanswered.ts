@@ -51,7 +51,7 @@ export class UnansweredQuestions {
     return { rows, total };
   }
 
-  count(orgId: string, status: UnansweredStatus = 'open'): Promise<number> {
+  count(orgId: string, status: UnansweredStatus): Promise<number> {
     return this.deps.models.UnansweredQuestion.forOrg(orgId).where('status', status).resultSize();
   }
 
@@ -64,7 +64,7 @@ export class UnansweredQuestions {
       if (input.answer !== undefined) {
         const source = await this.deps.knowledge.create(orgId, userId, { title: question.question.slice(0, 300), source: 'faq', content: input.answer }, trx);
         Object.assign(patch, { answer: input.answer, sourceId: source.id, status: input.status ?? 'resolved' });
-      } else if (input.status) patch.status = input.status;
+      } else patch.status = input.status; // the route asks for a status or an answer
       return this.deps.models.UnansweredQuestion.forOrg(orgId, trx).patchAndFetchById(id, patch);
     });
   }
