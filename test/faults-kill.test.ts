@@ -81,7 +81,10 @@ async function signUp(instance: Instance): Promise<{ token: string; orgId: strin
       return null;
     },
     { what: 'the signup mail in the log' },
-  );
+  ).catch((err: Error) => {
+    // What the server logged instead, to tell a slow log from a mail never written.
+    throw new Error(`${err.message}; the last of ${instance.lines.length} lines logged:\n${instance.lines.slice(-15).join('\n')}`);
+  });
   const done = await instance.api.post('/auth/complete-signup', { email, organizationName: `Kill ${randomUUID().slice(0, 6)}`, password: PASSWORD, code: codeIn(text) });
   expect(done.status, JSON.stringify(done.body)).to.equal(201);
   return { token: done.body.data.accessToken, orgId: done.body.data.organization.id };
