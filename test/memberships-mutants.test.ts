@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import { sharedServer } from './helpers/hooks.js';
 import { Api } from './helpers/http.js';
-import { latestMail, linkTokenIn, signUp, uniqueEmail } from './helpers/factories.js';
+import { addMember, latestMail, linkTokenIn, signUp, uniqueEmail } from './helpers/factories.js';
 import { expectError, invite } from './helpers/tenancy.js';
 
 const members = (orgId: string) => `/memberships/organizations/${orgId}/members`;
@@ -53,5 +53,25 @@ describe('invitations (mutants)', () => {
     const unnamed = await owner.api.post(`${members(owner.orgId)}/invite`, { email: uniqueEmail(), role: 'agent' }, { token: owner.accessToken });
     expect(unnamed.status, JSON.stringify(unnamed.body)).to.equal(201);
     expect(unnamed.body.data.name).to.equal(null);
+  });
+
+  it('says why an email cannot be invited twice', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const inv = await invite(server, owner, 'agent');
+    const again = await owner.api.post(`${members(owner.orgId)}/invite`, { email: inv.email, role: 'agent' }, { token: owner.accessToken });
+    expectError(again, 409, 'conflict');
+    expect(again.body.message).to.equal('This email is already a member or invited');
+  });
+
+  it('takes no seat to mark an active member active again, even with every seat taken', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    await server.services.organizations.changePlan(owner.orgId, 'free');
+    const a = await addMember(server, owner, 'agent');
+    await addMember(server, owner, 'agent'); // 3 of the free plan's 3 seats
+    const res = await owner.api.patch(`${members(owner.orgId)}/${a.membershipId}/status`, { status: 'active' }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.body.data).to.include({ id: a.membershipId, status: 'accepted' });
   });
 });
