@@ -5,6 +5,8 @@ import { sharedServer } from './helpers/hooks.js';
 import { Api } from './helpers/http.js';
 import { addMember, latestMail, linkTokenIn, signUp, uniqueEmail } from './helpers/factories.js';
 import { expectError, invite } from './helpers/tenancy.js';
+import { closeAfterEach } from './helpers/socket-acks.js';
+import { connectOk, request, settle } from './helpers/sockets.js';
 
 const members = (orgId: string) => `/memberships/organizations/${orgId}/members`;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -18,6 +20,8 @@ async function expiresInMs(membershipId: string): Promise<number> {
 }
 
 describe('invitations (mutants)', () => {
+  const track = closeAfterEach();
+
   it('keeps an invitation link valid for 7 days', async () => {
     const { server, baseUrl } = sharedServer();
     const owner = await signUp(server, baseUrl);
@@ -73,5 +77,26 @@ describe('invitations (mutants)', () => {
     const res = await owner.api.patch(`${members(owner.orgId)}/${a.membershipId}/status`, { status: 'active' }, { token: owner.accessToken });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
     expect(res.body.data).to.include({ id: a.membershipId, status: 'accepted' });
+  });
+
+  it('keeps the socket of an active member marked active again connected', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const member = await addMember(server, owner, 'agent');
+    const socket = track(await connectOk(baseUrl, owner.orgId, member.accessToken));
+    const res = await owner.api.patch(`${members(owner.orgId)}/${member.membershipId}/status`, { status: 'active' }, { token: owner.accessToken });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    await settle(150);
+    expect(socket.connected, 'still connected').to.equal(true);
+    const ack = await request(socket, 'sync', { conversationId: '00000000-0000-4000-8000-000000000000', afterSeq: 0 }, 2000);
+    expect(ack.error!.code).to.equal('not_found');
+  });
+
+  it('names what was not found when a member id names no member', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const res = await owner.api.delete(`${members(owner.orgId)}/00000000-0000-4000-8000-000000000000`, { token: owner.accessToken });
+    expectError(res, 404, 'not_found');
+    expect(res.body.message).to.equal('Member not found');
   });
 });
