@@ -157,7 +157,8 @@ export class MembershipService {
     // must not let a stale role through.
     const by = await this.models.Membership.forOrg(target.organizationId, trx).findById(caller.id);
     assertRole(by, 'admin', 'This needs the admin role');
-    if (target.id === by.id || (target.userId && target.userId === by.userId)) throw new Forbidden('You cannot change your own membership');
+    // A user holds at most one membership per organization (a unique index), so the same id is the same person.
+    if (target.id === by.id) throw new Forbidden('You cannot change your own membership');
     if (target.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can change an owner');
     if (change.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can grant the owner role');
   }
