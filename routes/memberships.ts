@@ -52,7 +52,6 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
       params: params('orgId', 'memberId'),
       body: object({ role }, ['role']),
       response: { status: 200, description: 'Role changed', data: MembershipView },
-      errors: [409],
       handler: async ({ params, body, membership }) => ({
         message: 'Role changed',
         data: presentMembership(await s.memberships.withUser(await s.memberships.changeRole(membership, params.orgId, params.memberId, body.role))),
@@ -75,7 +74,6 @@ export function membershipRoutes(s: RouteServices): AnyRoute[] {
       summary: 'Remove a member or withdraw an invitation',
       params: params('orgId', 'memberId'),
       response: { status: 200, description: 'Removed' },
-      errors: [409],
       handler: async ({ params, membership }) => {
         await s.memberships.remove(membership, params.orgId, params.memberId);
         return { message: 'Member removed' };

@@ -147,28 +147,27 @@ export class MembershipService {
   }
 
   /**
-   * Guard rules: nobody acts on their own membership; admins cannot touch owners or grant owner;
-   * the last accepted owner cannot be demoted, suspended or removed.
+   * Guard rules: nobody acts on their own membership; admins cannot touch owners or grant owner.
+   * Together they keep an organization from losing its last owner: only an accepted owner can demote, suspend or
+   * remove an owner, and never themselves, so that other accepted owner remains (the lock orders concurrent changes,
+   * and the caller is read again under it).
    */
-  private async guard(caller: Membership, target: Membership, change: { role?: Role; leavesOwnerRole: boolean }, trx: Knex.Transaction): Promise<void> {
+  private async guard(caller: Membership, target: Membership, change: { role?: Role }, trx: Knex.Transaction): Promise<void> {
     // The caller's membership again, under the organization lock: a concurrent change (a demotion, a suspension)
     // must not let a stale role through.
     const by = await this.models.Membership.forOrg(target.organizationId, trx).findById(caller.id);
     assertRole(by, 'admin', 'This needs the admin role');
-    if (target.id === by.id || (target.userId && target.userId === by.userId)) throw new Forbidden('You cannot change your own membership');
+    // A user holds at most one membership per organization (a unique index), so the same id is the same person.
+    if (target.id === by.id) throw new Forbidden('You cannot change your own membership');
     if (target.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can change an owner');
     if (change.role === 'owner' && by.role !== 'owner') throw new Forbidden('Only an owner can grant the owner role');
-    if (change.leavesOwnerRole && target.role === 'owner' && target.status === 'accepted') {
-      const owners = await this.models.Membership.forOrg(target.organizationId, trx).where({ role: 'owner', status: 'accepted' }).whereNot('id', target.id).resultSize();
-      if (owners === 0) throw new Conflict('An organization needs at least one owner');
-    }
   }
 
   async changeRole(by: Membership, orgId: string, memberId: string, role: Role): Promise<Membership> {
     const updated = await this.deps.knex.transaction(async (trx) => {
       await this.lockOrganization(orgId, trx);
       const target = await this.getMember(orgId, memberId, trx);
-      await this.guard(by, target, { role, leavesOwnerRole: role !== 'owner' }, trx);
+      await this.guard(by, target, { role }, trx);
       if (target.userId) await noticeRevocation(trx, { organizationId: target.organizationId, userId: target.userId });
       return this.models.Membership.forOrg(target.organizationId, trx).patchAndFetchById(target.id, { role });
     });
@@ -182,7 +181,7 @@ export class MembershipService {
       const organization = await this.lockOrganization(orgId, trx);
       const target = await this.getMember(orgId, memberId, trx);
       if (target.status === 'pending') throw new Conflict('A pending invitation is activated by accepting it');
-      await this.guard(by, target, { leavesOwnerRole: status === 'suspended' }, trx);
+      await this.guard(by, target, {}, trx);
       // A suspended member holds no seat; coming back takes one, within the plan's limit.
       if (status === 'active' && target.status === 'suspended') await this.requireSeat(organization, trx);
       if (target.userId) await noticeRevocation(trx, { organizationId: target.organizationId, userId: target.userId });
@@ -196,7 +195,7 @@ export class MembershipService {
     const removed = await this.deps.knex.transaction(async (trx) => {
       await this.lockOrganization(orgId, trx);
       const target = await this.getMember(orgId, memberId, trx);
-      await this.guard(by, target, { leavesOwnerRole: true }, trx);
+      await this.guard(by, target, {}, trx);
       await this.models.Membership.forOrg(target.organizationId, trx).deleteById(target.id);
       if (target.userId) await noticeRevocation(trx, { organizationId: target.organizationId, userId: target.userId });
       return target;
