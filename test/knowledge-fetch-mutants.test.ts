@@ -97,6 +97,10 @@ describe('knowledge URL fetcher', function () {
           case '/choices': return void res.writeHead(300, { location: '/page' }).end();
           case '/choices-bare': return void res.writeHead(300).end();
           case '/bad-with-location': return void res.writeHead(400, { location: '/page' }).end();
+          // Redirects, each 200 ms late, down to a page.
+          case '/slow-hop/0': return void res.writeHead(200, { 'content-type': 'text/plain' }).end('arrived');
+          case '/slow-hop/1': case '/slow-hop/2': case '/slow-hop/3': case '/slow-hop/4':
+            return void setTimeout(() => res.writeHead(302, { location: `/slow-hop/${Number(url.pathname.slice(-1)) - 1}` }).end(), 200);
           // Headers at once, then a byte every 20 ms for as long as the client listens.
           case '/drip': {
             res.writeHead(200, { 'content-type': 'text/plain' });
@@ -174,6 +178,9 @@ describe('knowledge URL fetcher', function () {
         const err = await refusal(fetchPage(`${base}/${path}`, { allowPrivate: true, timeoutMs: 300 }));
         expect([err instanceof UnsafeUrl, err.message], path).to.deep.equal([false, 'the page took longer than 300 ms']);
       }
+      // The time is the page's, redirects included: four hops of 200 ms each do not fit in 500.
+      const hops = await refusal(fetchPage(`${base}/slow-hop/4`, { allowPrivate: true, timeoutMs: 500 }));
+      expect(hops.message).to.equal('the page took longer than 500 ms');
       // A page that is quick enough is read whole under the same limit.
       expect((await fetchPage(`${base}/page`, { allowPrivate: true, timeoutMs: 300 })).body.toString()).to.equal('<p>Hello</p>');
     });

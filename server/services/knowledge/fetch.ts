@@ -40,16 +40,17 @@ export interface FetchedPage {
 }
 
 /**
- * GET one page through the checked address, at most 5 MiB, following redirects (each checked again). Each hop has
- * `timeoutMs` in all, not per read: a server sending a byte now and then cannot hold an indexing worker for hours.
+ * GET one page through the checked address, at most 5 MiB, following redirects (each checked again). The page has
+ * `timeoutMs` in all, redirects included, not per read: a server sending a byte now and then, or a chain of slow
+ * redirects, cannot hold an indexing worker longer than that.
  */
 export async function fetchPage(raw: string, opts: { allowPrivate?: boolean; maxBytes?: number; timeoutMs?: number } = {}): Promise<FetchedPage> {
   const timeoutMs = opts.timeoutMs ?? PAGE_TIMEOUT_MS;
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const tooLong = (err: unknown) => (deadline.aborted ? new Error(`the page took longer than ${timeoutMs} ms`) : err);
   let current = raw;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
     const { url, address, family } = await resolvePublic(current, opts);
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const tooLong = (err: unknown) => (deadline.aborted ? new Error(`the page took longer than ${timeoutMs} ms`) : err);
     const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
       const req = (url.protocol === 'https:' ? https : http).get(url, { lookup: pinnedLookup(address, family), signal: deadline, headers: { 'user-agent': 'SupportPlatformKnowledgeBot/1.0', accept: 'text/html,text/plain,application/pdf;q=0.9,*/*;q=0.5' } }, resolve);
       req.on('error', (err) => reject(tooLong(err)));
