@@ -15,6 +15,7 @@ import { connectOk, disconnected, nextEvent, refusal, request, type ClientSocket
 import { newVisitor } from './helpers/live.js';
 import { CallerCache } from '../server/auth/callerCache.js';
 import { DomainEventBus } from '../server/events.js';
+import type { AppServer } from '../server/server.js';
 import { waitFor } from './helpers/wait.js';
 import { withClockAhead } from './helpers/clock.js';
 import { captureLogs } from './helpers/logs.js';
@@ -22,6 +23,17 @@ import { captureLogs } from './helpers/logs.js';
 const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
 
 const members = (orgId: string) => `/memberships/organizations/${orgId}/members`;
+
+/** Counts the server's own reads of each operator token (the resolver the cache must spare), until `restore`. */
+function countOperatorReads(actors: AppServer['services']['actors']): { readsOf(token: string): number; restore(): void } {
+  const { operator } = actors;
+  const reads: string[] = [];
+  actors.operator = function (token) {
+    reads.push(token);
+    return operator.call(this, token);
+  };
+  return { readsOf: (token) => reads.filter((t) => t === token).length, restore: () => Object.assign(actors, { operator }) };
+}
 
 /** B's listening connection's socket (the one revocations from other instances arrive on), to read it late. */
 function listeningSocket(server: TestServer): Socket {
@@ -232,13 +244,7 @@ describe('auth: remembered callers', () => {
     const leaving = await login(new Api(baseUrl), owner.email, PASSWORD);
     const created = expectApiSuccess(await owner.api.post('/organizations', { name: 'Second desk' }, { token: owner.accessToken }), 201);
     const actors = server.services.actors;
-    const { operator } = actors;
-    const reads: string[] = [];
-    actors.operator = function (token) {
-      reads.push(token);
-      return operator.call(this, token);
-    };
-    const readsOf = (token: string) => reads.filter((t) => t === token).length;
+    const { readsOf, restore } = countOperatorReads(actors);
     try {
       for (const token of [agent.accessToken, colleague.accessToken, staying.accessToken, leaving.accessToken]) await warm(owner.api, token);
       const kept = [colleague.accessToken, staying.accessToken];
@@ -262,7 +268,7 @@ describe('auth: remembered callers', () => {
       expectApiSuccess(await owner.api.delete(`/organizations/${created.id}`, { token: owner.accessToken }), 200);
       await stillRemembered('after another organization was deleted');
     } finally {
-      Object.assign(actors, { operator });
+      restore();
     }
     // A visitor's handshake is answered by the widget session, never as a person's token.
     (await connectOk(baseUrl, owner.orgId, (await newVisitor(owner)).token)).close();
@@ -298,13 +304,7 @@ describe('auth: remembered callers', () => {
     for (let i = 0; i < 3; i++) tokens.push((await login(new Api(baseUrl), owner.email, PASSWORD)).accessToken);
     const [t0, t1, t2, t3] = tokens as [string, string, string, string];
     const actors = server.services.actors;
-    const { operator } = actors;
-    const reads: string[] = [];
-    actors.operator = function (token) {
-      reads.push(token);
-      return operator.call(this, token);
-    };
-    const readsOf = (token: string) => reads.filter((t) => t === token).length;
+    const { readsOf, restore } = countOperatorReads(actors);
     // The server's own resolver, behind a memory of three callers that hears this process's revocations.
     const memory = () => new CallerCache(actors, { events: new DomainEventBus(server.logger), knex: server.db.knex, logger: server.logger, mode: 'local' }, 3);
     const cache = memory();
@@ -326,7 +326,7 @@ describe('auth: remembered callers', () => {
       for (const token of [t0, t1, t2, t3, t0, t1]) await fresh.operator(token);
       expect([t0, t1, t2, t3].map(readsOf)).to.deep.equal([3, 3, 2, 2]);
     } finally {
-      Object.assign(actors, { operator });
+      restore();
       await cache.stop();
       await fresh.stop();
     }
@@ -338,13 +338,7 @@ describe('auth: remembered callers', () => {
     const agent = await addMember(server, owner, 'agent');
     const second = await login(new Api(baseUrl), owner.email, PASSWORD);
     const actors = server.services.actors;
-    const { operator } = actors;
-    const reads: string[] = [];
-    actors.operator = function (token) {
-      reads.push(token);
-      return operator.call(this, token);
-    };
-    const readsOf = (token: string) => reads.filter((t) => t === token).length;
+    const { readsOf, restore } = countOperatorReads(actors);
     // The embedded database's way (`local`): this process's own events are every revocation there is. Given an address
     // to listen on (a socket that counts who connects to it), such a memory must not use it, nor notify anyone.
     const attempts: Socket[] = [];
@@ -388,7 +382,7 @@ describe('auth: remembered callers', () => {
       expect(attempts, 'connections to listen').to.have.length(0);
       expect(notified, 'notices sent').to.deep.equal([]);
     } finally {
-      Object.assign(actors, { operator });
+      restore();
       server.db.knex.off('query', onQuery);
       for (const socket of attempts) socket.destroy();
       endpoint.close();

@@ -190,7 +190,7 @@ describe('memberships', () => {
       expect((await owner.api.get(members(owner.orgId), { token: owner.accessToken })).body.pagination.total).to.equal(3);
     });
 
-    it('does not let a suspended member come back past the seat limit', async () => {
+    it('does not let a suspended member come back past the seat limit, and takes no seat to suspend them again', async () => {
       const { server, baseUrl } = sharedServer();
       const owner = await signUp(server, baseUrl);
       await server.services.organizations.changePlan(owner.orgId, 'free');
@@ -200,6 +200,9 @@ describe('memberships', () => {
       expect((await owner.api.patch(status, { status: 'suspended' }, { token: owner.accessToken })).status).to.equal(200);
       await invite(server, owner, 'agent'); // the suspended seat is free again, and now taken
       expectError(await owner.api.patch(status, { status: 'active' }, { token: owner.accessToken }), 403, 'plan_limit_reached');
+      const again = await owner.api.patch(status, { status: 'suspended' }, { token: owner.accessToken });
+      expect(again.status, JSON.stringify(again.body)).to.equal(200);
+      expect(again.body.data).to.include({ id: a.membershipId, status: 'suspended' });
       const usage = await owner.api.get('/organizations/billing/usage', { token: owner.accessToken });
       expect(usage.body.data.usage.humanAgents).to.equal(3);
     });
