@@ -20,7 +20,6 @@ export function wholeDays(range: AnalyticsRange): { from: Date; to: Date } | nul
 
 const int = (v: unknown): number => Number(v ?? 0);
 
-
 /**
  * Sorts by counts or name are ranked in SQL (names in its collation; ties by id): only the page's rows then carry
  * histograms, a tenth of the members for a default page, where reading, sending and parsing every member's four
