@@ -12,6 +12,8 @@ export interface FakeAnswer {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
+  /** Closes the connection without an answer (a provider that cannot be reached). */
+  hangUp?: boolean;
 }
 /** A provider API that records each call and answers from a queue per path suffix (else the default). */
 export async function fakeProvider(defaults: (path: string, body: any) => FakeAnswer): Promise<{ url: string; calls: FakeCall[]; queue: Map<string, FakeAnswer[]>; close(): Promise<void> }> {
@@ -27,6 +29,7 @@ export async function fakeProvider(defaults: (path: string, body: any) => FakeAn
       calls.push({ path, body, headers: req.headers });
       const key = [...queue.keys()].find((k) => path.endsWith(k) && queue.get(k)!.length > 0);
       const answer = key ? queue.get(key)!.shift()! : defaults(path, body);
+      if (answer.hangUp) return void req.socket.destroy();
       res.writeHead(answer.status, { 'content-type': 'application/json', ...(answer.headers ?? {}) });
       res.end(JSON.stringify(answer.body));
     });

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { simpleParser, type AddressObject } from 'mailparser';
 import nodemailer, { type Transporter } from 'nodemailer';
+import addressparser from 'nodemailer/lib/addressparser';
 import type { InboundMedia, InboundMessage } from '../types.js';
 import { PROVIDER_TIMEOUT_MS, ProviderError } from './errors.js';
 
@@ -22,10 +23,13 @@ const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() ? 
 const ids = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? v.split(/\s+/) : []).map((x) => x.trim()).filter(Boolean);
 const stripHtml = (html: string) => html.replace(/<style[\s\S]*?<\/style>|<script[\s\S]*?<\/script>/gi, '').replace(/<br\s*\/?>|<\/p>/gi, '\n').replace(/<[^>]+>/g, '').replace(/\n{3,}/g, '\n\n').trim();
 
-/** `Name <a@b>` or `a@b` into its parts. */
-function mailbox(value: string): { address: string; name: string | null } {
-  const m = /^\s*"?([^"<]*?)"?\s*<([^<>\s]+)>\s*$/.exec(value);
-  return m ? { address: m[2]!.toLowerCase(), name: m[1]!.trim() || null } : { address: value.trim().toLowerCase(), name: null };
+/**
+ * The first mailbox of a From value, by nodemailer's parser (the one MIME mail gets through mailparser): quotes and
+ * comments in the name (`Sales "EU" <a@b>`, `a@b (Ann)`) stay out of the address. A value naming no address is none.
+ */
+function mailbox(value: string): { address: string; name: string | null } | null {
+  const first = addressparser(value, { flatten: true }).find((a) => a.address.includes('@'));
+  return first ? { address: first.address.toLowerCase(), name: first.name.trim() || null } : null;
 }
 
 /** Without a Message-ID, the same bytes are the same mail. */
@@ -34,15 +38,16 @@ const contentId = (raw: Buffer) => `<sha256-${createHash('sha256').update(raw).d
 function jsonAttachments(value: unknown): InboundMedia[] {
   if (!Array.isArray(value)) return [];
   return value.flatMap((a: Record<string, unknown> | null, i): InboundMedia[] => {
-    const data = a && typeof a === 'object' ? str(a.content) : null;
+    // Anything but an object has no `content`: skipped like an entry without it.
+    const data = str(a?.content);
     return data ? [{ source: 'inline', fileName: str(a!.fileName) ?? `attachment-${i + 1}`, mimeType: str(a!.mimeType) ?? 'application/octet-stream', data }] : [];
   });
 }
 
 export function mailFromJson(body: InboundJsonMail, raw: Buffer): InboundMessage | null {
   const from = str(body.from);
-  if (!from) return null;
-  const who = mailbox(from);
+  const who = from ? mailbox(from) : null;
+  if (!who) return null;
   const text = str(body.text) ?? (str(body.html) ? stripHtml(String(body.html)) : '');
   const media = jsonAttachments(body.attachments);
   return {

@@ -46,19 +46,22 @@ export function failureOf(status: number, description: string, retryAfter: numbe
   return new ProviderError(`HTTP ${status}: ${description}`.slice(0, 300), false, undefined, 'failed', status === 401 || status === 403);
 }
 
-/** A file's bytes, refused past `maxBytes` (announced or actual) without reading further. */
+/**
+ * A file's bytes, refused past `maxBytes` (announced or actual) without reading further. Its failures are plain
+ * errors: a file that cannot be fetched becomes a note on its message, never a retry, so there is nothing to classify.
+ */
 export async function download(url: string, headers: Record<string, string>, maxBytes: number): Promise<Buffer> {
   const res = await fetch(url, { headers, signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) });
-  if (!res.ok || !res.body) throw new ProviderError(`the file download answered ${res.status}`, res.status === 429 || res.status >= 500);
+  if (!res.ok || !res.body) throw new Error(`the file download answered ${res.status}`);
   if (Number(res.headers.get('content-length') ?? 0) > maxBytes) {
     await res.body.cancel();
-    throw new ProviderError(`the file is larger than ${maxBytes} bytes`, false);
+    throw new Error(`the file is larger than ${maxBytes} bytes`);
   }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
     size += chunk.length;
-    if (size > maxBytes) throw new ProviderError(`the file is larger than ${maxBytes} bytes`, false);
+    if (size > maxBytes) throw new Error(`the file is larger than ${maxBytes} bytes`);
     chunks.push(Buffer.from(chunk));
   }
   return Buffer.concat(chunks);

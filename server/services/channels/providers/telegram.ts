@@ -48,11 +48,11 @@ export class TelegramApi {
     return this.call('setWebhook', { url, secret_token: secretToken, allowed_updates: ['message'] });
   }
 
-  /** A file's bytes: getFile for its path, then the file from the Bot API's file host. */
+  /** A file's bytes: getFile for its path, then the file from the Bot API's file host (failures: see `download`). */
   async fileBytes(fileId: string, maxBytes: number): Promise<Buffer> {
     const file = await this.call<{ file_path?: string; file_size?: number }>('getFile', { file_id: fileId });
-    if (!file.file_path) throw new ProviderError('Telegram gave no file path', false);
-    if (typeof file.file_size === 'number' && file.file_size > maxBytes) throw new ProviderError(`the file has ${file.file_size} bytes, more than ${maxBytes}`, false);
+    if (!file.file_path) throw new Error('Telegram gave no file path');
+    if (typeof file.file_size === 'number' && file.file_size > maxBytes) throw new Error(`the file has ${file.file_size} bytes, more than ${maxBytes}`);
     return download(`${this.baseUrl}/file/bot${this.token}/${file.file_path}`, {}, maxBytes);
   }
 

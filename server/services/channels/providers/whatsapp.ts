@@ -47,14 +47,14 @@ export function whatsappEvents(body: WhatsAppWebhook): { providerId: string; pay
   return out;
 }
 
-/** A media file's bytes: its URL from the Graph API, then the file itself, both with the access token. */
+/** A media file's bytes: its URL from the Graph API, then the file itself, both with the access token (failures: see `download`). */
 export async function fetchWhatsAppMedia(graphUrl: string, accessToken: string, mediaId: string, maxBytes: number): Promise<{ bytes: Buffer; mimeType: string | null }> {
   const headers = { authorization: `Bearer ${accessToken}` };
   const meta = await fetch(`${graphUrl}/${encodeURIComponent(mediaId)}`, { headers, signal: AbortSignal.timeout(PROVIDER_TIMEOUT_MS) });
-  if (!meta.ok) throw new ProviderError(`the Graph API answered ${meta.status} for the media`, meta.status === 429 || meta.status >= 500);
+  if (!meta.ok) throw new Error(`the Graph API answered ${meta.status} for the media`);
   const info = (await meta.json()) as { url?: string; mime_type?: string; file_size?: number };
-  if (!info.url) throw new ProviderError('the Graph API gave no media URL', false);
-  if (typeof info.file_size === 'number' && info.file_size > maxBytes) throw new ProviderError(`the file has ${info.file_size} bytes, more than ${maxBytes}`, false);
+  if (!info.url) throw new Error('the Graph API gave no media URL');
+  if (typeof info.file_size === 'number' && info.file_size > maxBytes) throw new Error(`the file has ${info.file_size} bytes, more than ${maxBytes}`);
   return { bytes: await download(info.url, headers, maxBytes), mimeType: info.mime_type ?? null };
 }
 
