@@ -140,6 +140,8 @@ describe('agent assist: the AI service\'s suggestion', function () {
     expect(await suggestionFor({ suggestion: ['a', 'b'] })).to.equal(null);
     expect(await suggestionFor({ suggestion: 42 })).to.equal(null);
     expect(await suggestionFor({ suggestion: null })).to.equal(null);
+    expect(await suggestionFor({ data: null })).to.equal(null);
+    expect(await suggestionFor({ data: { suggestion: null } })).to.equal(null);
     // Nonsense is not a failure of the service: nothing is logged.
     expect(failures()).to.deep.equal([]);
   });

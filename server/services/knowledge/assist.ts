@@ -80,7 +80,8 @@ export class AssistService {
       if (!res.ok) throw new Error(`the AI service answered ${res.status}`);
       if (text.length > MAX_SUGGESTION_CHARS) throw new Error('the AI service answered too much');
       const body = JSON.parse(text) as unknown;
-      const value = body && typeof body === 'object' ? ((body as { data?: unknown }).data ?? body) : null;
+      // An envelope `{ data }` holds the answer, whatever it is: `{ data: null }` means no suggestion.
+      const value = body && typeof body === 'object' ? ('data' in body ? (body as { data: unknown }).data : body) : null;
       const suggestion = value && typeof value === 'object' && 'suggestion' in value ? (value as { suggestion: unknown }).suggestion : value;
       if (typeof suggestion === 'string') return { text: suggestion };
       return suggestion && typeof suggestion === 'object' && !Array.isArray(suggestion) ? (suggestion as Record<string, unknown>) : null;
