@@ -128,6 +128,53 @@ describe('Analytics from the hourly aggregates', function () {
     }
   });
 
+  it('answers a period of whole hours but no whole UTC day from the hours alone, within a day and across midnight', async () => {
+    for (const [from, to] of [['2026-03-11T02:20:00Z', '2026-03-11T21:40:00Z'], ['2026-03-10T15:20:00Z', '2026-03-11T09:40:00Z']] as const) {
+      const data = expectApiSuccess(await owner.api.get(`/analytics/summary?from=${from}&to=${to}`, tok()), 200);
+      expect(data.percentiles, from).to.equal('histogram');
+      const e = exact(Date.parse(from), Date.parse(to));
+      expect(e.started, from).to.be.greaterThan(40);
+      expect(data.conversations, from).to.include({ started: e.started, escalated: e.escalated, resolved: e.resolved, open: e.open });
+      expect(data.resolution.count, from).to.equal(e.res.count);
+      expectNear(data.firstResponse.median, e.fr.median, `${from} median first response`);
+    }
+    // The same across midnight as local days of a zone east of UTC (Tokyo's midnight is 15:00 UTC): one partial day each side.
+    const data = expectApiSuccess(await owner.api.get('/analytics/trends?from=2026-03-10T16:20:00Z&to=2026-03-11T10:40:00Z&timezone=Asia/Tokyo', tok()), 200);
+    expect(data.percentiles).to.equal('histogram');
+    expect(data.byDay.map((d: { date: string }) => d.date)).to.deep.equal(['2026-03-11']);
+    const e = exact(Date.parse('2026-03-10T16:20:00Z'), Date.parse('2026-03-11T10:40:00Z'));
+    expect(data.byDay[0]).to.include({ started: e.started, resolved: e.resolved, openAtEnd: e.open });
+  });
+
+  it('reads exactly while the whole hours hold at most the set number of conversations, from the aggregates past it', async () => {
+    const svc = sharedServer().server.services.analytics;
+    // Conversations created or first resolved in the whole hours: what decides the path.
+    const held = (from: string, to: string) => {
+      const e = exact(Date.parse(from), Date.parse(to));
+      return e.started + e.resolved;
+    };
+    const cases = [
+      ['/analytics/summary', '2026-03-10T05:20:00Z', '2026-03-12T09:40:00Z', '', held('2026-03-10T06:00:00Z', '2026-03-12T09:00:00Z')],
+      ['/analytics/trends', '2026-03-10T04:20:00Z', '2026-03-13T03:40:00Z', '&timezone=America/New_York', held('2026-03-10T05:00:00Z', '2026-03-13T03:00:00Z')],
+    ] as const;
+    try {
+      for (const [route, from, to, rest, n] of cases) {
+        expect(n, route).to.be.greaterThan(100);
+        let bump = 0;
+        const path = async (atMost: number) => {
+          svc.exactRows = atMost;
+          // A millisecond later each time: not the cached answer (the whole hours are the same).
+          const f = new Date(Date.parse(from) + ++bump).toISOString();
+          return expectApiSuccess(await owner.api.get(`${route}?from=${f}&to=${to}${rest}`, tok()), 200).percentiles;
+        };
+        expect(await path(n), `${route} at ${n}`).to.equal('exact');
+        expect(await path(n - 1), `${route} at ${n - 1}`).to.equal('histogram');
+      }
+    } finally {
+      svc.exactRows = 0;
+    }
+  });
+
   it('keeps the hours current: a conversation resolved later is counted after the next rollup run', async () => {
     const { server } = sharedServer();
     const period = 'from=2026-03-10T00:00:00Z&to=2026-03-13T00:00:00Z';

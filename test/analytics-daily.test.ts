@@ -74,10 +74,12 @@ describe('Analytics from the daily and per-agent aggregates', function () {
     }));
     ids = (await server.db.knex('conversations').insert(rows).returning('id')).map((r: { id: string }) => r.id);
     const scripted = rows;
-    // Two messages each (visitor, then agent or AI), for the message counts.
+    // Two messages each (visitor, then agent or AI), and a third in every fourth (a system notice or an AI note; one
+    // such note falls in the first period's partial last hour), for the message counts.
     await server.db.knex('messages').insert(scripted.flatMap((r, i) => [
       { organization_id: owner.orgId, conversation_id: ids[i], seq: 1, sender_type: 'visitor', content: 'Hello', created_at: r.created_at },
       { organization_id: owner.orgId, conversation_id: ids[i], seq: 2, sender_type: r.assigned_to ? 'agent' : 'ai', sender_id: r.assigned_to, content: 'Hi', created_at: new Date(r.created_at.getTime() + 60_000) },
+      ...(i % 4 === 1 ? [{ organization_id: owner.orgId, conversation_id: ids[i], seq: 3, sender_type: i % 8 === 1 ? 'system' : 'ai', content: 'Noted', created_at: new Date(r.created_at.getTime() + 90_000) }] : []),
     ]));
     // Tickets every 9 hours, every third resolved 5 hours later: their counts come from the tickets either way.
     await server.db.knex('tickets').insert(Array.from({ length: 12 }, (_, i) => ({
@@ -116,6 +118,7 @@ describe('Analytics from the daily and per-agent aggregates', function () {
       expect(aggregated.percentiles, from).to.equal('histogram');
       expect(exact.conversations.started, from).to.be.greaterThan(150);
       expect(aggregated.conversations, from).to.deep.equal(exact.conversations);
+      expect(exact.messages.system, from).to.be.greaterThan(20);
       expect(aggregated.messages, from).to.deep.equal(exact.messages);
       expect(exact.tickets.created, from).to.be.greaterThan(0);
       expect(aggregated.tickets, from).to.deep.equal(exact.tickets);

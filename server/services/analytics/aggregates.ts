@@ -132,7 +132,6 @@ export class AggregateQueries {
     const tz = total ? [] : [grouping.timezone];
     const dayGroup = total ? `'1'` : `to_char((day + interval '12 hours') at time zone ?::text, 'YYYY-MM-DD')`;
     const hourGroup = total ? `'1'` : `to_char(hour at time zone ?::text, 'YYYY-MM-DD')`;
-    const hourDayGroup = total ? `'1'` : `to_char((date_trunc('day', hour, 'UTC') + interval '12 hours') at time zone ?::text, 'YYYY-MM-DD')`;
     let sql = `select ${dayGroup} as g, 1 as w, ${columns} from analytics_daily where organization_id = any(?::uuid[]) and day >= ?::timestamptz and day < ?::timestamptz
       union all
       select ${hourGroup} as g, 1 as w, ${columns} from analytics_hourly where organization_id = any(?::uuid[])
@@ -140,6 +139,7 @@ export class AggregateQueries {
     const bindings: unknown[] = [...tz, orgs, c.dayFrom, c.dayTo, ...tz, orgs, c.from, c.dayFrom, c.dayTo, c.to];
     if (!total && !UTC_ZONES.has(grouping.timezone)) {
       // Dates, not text, to find the hours to move: formatting every hour of a year costs tens of milliseconds.
+      const hourDayGroup = `to_char((date_trunc('day', hour, 'UTC') + interval '12 hours') at time zone ?::text, 'YYYY-MM-DD')`;
       sql += `
       union all
       select case when m.w = 1 then ${hourGroup} else ${hourDayGroup} end as g, m.w, ${columns}
@@ -198,9 +198,9 @@ export class AggregateQueries {
       p.hr.n += w * num(r.hr_n); p.hr.sum += w * num(r.hr_sum);
       p.res.n += w * num(r.res_n); p.res.sum += w * num(r.res_sum);
       for (const k of kinds) {
-        const hist = histogramText(r[`${k}_hist`]);
+        // BUCKETS counts, or none for hours that only ever counted messages.
         const into = p[k].hist;
-        for (let i = 0; i < hist.length && i < BUCKETS; i++) into[i]! += w * hist[i]!;
+        histogramText(r[`${k}_hist`]).forEach((v, i) => (into[i]! += w * v));
       }
       // Hours moved between groups count -1 in one and +1 in the other: the groups' sum is the period's.
       conversations += w * (num(r.started) + num(r.resolved));
@@ -279,9 +279,8 @@ export class AggregateQueries {
    */
   async trends(orgIds: string[], range: AnalyticsRange, hours: Cover, exactRows: number): Promise<DayFigures[] | null> {
     const tz = range.timezone;
-    const noFilter: Filters = { channel: null, agentId: null };
     const windows = this.windows(range, hours);
-    const edges = this.edgesSql(orgIds, windows, range.from, this.exact.ticketDaysSql(orgArray(orgIds), range, noFilter));
+    const edges = this.edgesSql(orgIds, windows, range.from, this.exact.ticketDaysSql(orgArray(orgIds), range));
     const whole = await this.hours(orgIds, hours, { kind: 'localDay', timezone: tz }, 'firstResponse', edges);
     if (whole.rows <= exactRows) return null;
     const more = whole.edges;
@@ -294,14 +293,14 @@ export class AggregateQueries {
       days.push(day);
     }
     const parts = whole.parts;
+    // An empty window's figures are zeros: adding them changes nothing.
     windows.forEach((w, i) => {
-      if (w.from >= w.to) return;
       const day = localDate(w.from);
       const into = parts.get(day) ?? emptyPart();
       addPart(into, more.edges[i]!);
       parts.set(day, into);
     });
-    const tickets = new Map(((more.tickets.ticket_days as { date: string; created: number; resolved: number }[] | null) ?? []).map((t) => [t.date, t]));
+    const tickets = new Map((more.tickets.ticket_days as { date: string; created: number; resolved: number }[]).map((t) => [t.date, t]));
     let openNow = more.open;
     return days.map((d) => {
       const p = parts.get(d) ?? emptyPart();
@@ -344,7 +343,7 @@ function readEdges(value: Record<string, unknown>): Edges {
     msgVisitor: num(row.msg_visitor), msgAgent: num(row.msg_agent), msgAi: num(row.msg_ai), msgSystem: num(row.msg_system),
   });
   const [first, last] = value.edges as [Record<string, unknown>, Record<string, unknown>];
-  return { edges: [part(first), part(last)], open: num(value.open), tickets: (value.tickets as Record<string, unknown> | null) ?? {} };
+  return { edges: [part(first), part(last)], open: num(value.open), tickets: value.tickets as Record<string, unknown> };
 }
 
 /** A partial hour at an end of the period: [from, to), empty when they are equal. */

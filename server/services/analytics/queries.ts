@@ -67,7 +67,8 @@ function rowsOf<T = Record<string, unknown>>(result: { rows: Record<string, unkn
   return result.rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase()), v])) as T);
 }
 
-const round = (v: unknown): number | null => (v === null || v === undefined ? null : Math.round(Number(v)));
+/** A duration column: null when there was nothing to measure (every column named is in the row). */
+const round = (v: unknown): number | null => (v === null ? null : Math.round(Number(v)));
 const int = (v: unknown): number => Number(v ?? 0);
 
 function readDurations(row: Record<string, unknown>, alias: string): Durations {
@@ -78,16 +79,15 @@ export class AnalyticsQueries {
   constructor(private readonly knex: ReadSession) {}
 
   /** `and ...` conditions for the conversation filters, with their bindings. */
-  private convFilter(f: Filters, alias = ''): { sql: string; bindings: string[] } {
-    const p = alias ? `${alias}.` : '';
+  private convFilter(f: Filters): { sql: string; bindings: string[] } {
     let sql = '';
     const bindings: string[] = [];
     if (f.channel) {
-      sql += ` and ${p}channel = ?`;
+      sql += ' and channel = ?';
       bindings.push(f.channel);
     }
     if (f.agentId) {
-      sql += ` and ${p}assigned_to = ?`;
+      sql += ' and assigned_to = ?';
       bindings.push(f.agentId);
     }
     return { sql, bindings };
@@ -152,29 +152,23 @@ export class AnalyticsQueries {
     return { ...counts, total: counts.visitor + counts.agent + counts.ai + counts.system };
   }
 
-  /** Conversations open at `at` (see openAt). */
-  async openCount(orgIds: string[], at: Date, f: Filters): Promise<number> {
-    const cf = this.convFilter(f);
-    const row = (await this.knex.raw(`select ${this.openAt(cf)} as n`, this.openAtBindings(orgArray(orgIds), at, cf))).rows[0] as { n: string };
-    return int(row.n);
-  }
-
-  /** Tickets created and resolved per day of the period, in its zone: one row, `ticket_days`, a json array of { date, created, resolved }. */
-  ticketDaysSql(orgs: string, range: AnalyticsRange, f: Filters): { sql: string; bindings: unknown[] } {
-    const agent = f.agentId ? ' and assigned_to = ?::uuid' : '';
-    const a = f.agentId ? [f.agentId] : [];
+  /**
+   * Tickets created and resolved per day of the period, in its zone: one row, `ticket_days`, a json array of
+   * { date, created, resolved }. Unfiltered: only periods without an `agentId` filter read the aggregates.
+   */
+  ticketDaysSql(orgs: string, range: AnalyticsRange): { sql: string; bindings: unknown[] } {
     const { from, to, timezone: tz } = range;
     return {
       sql: `select coalesce(json_agg(json_build_object('date', to_char(d, 'YYYY-MM-DD'), 'created', created, 'resolved', resolved)), '[]') as ticket_days from (
          select d, sum(created)::int as created, sum(resolved)::int as resolved from (
            select (created_at at time zone ?::text)::date as d, 1 as created, 0 as resolved from tickets
-           where organization_id = any(?::uuid[]) and created_at >= ?::timestamptz and created_at < ?::timestamptz${agent}
+           where organization_id = any(?::uuid[]) and created_at >= ?::timestamptz and created_at < ?::timestamptz
            union all
            select (resolved_at at time zone ?::text)::date, 0, 1 from tickets
-           where organization_id = any(?::uuid[]) and resolved_at >= ?::timestamptz and resolved_at < ?::timestamptz${agent}
+           where organization_id = any(?::uuid[]) and resolved_at >= ?::timestamptz and resolved_at < ?::timestamptz
          ) t group by d
        ) days`,
-      bindings: [tz, orgs, from, to, ...a, tz, orgs, from, to, ...a],
+      bindings: [tz, orgs, from, to, tz, orgs, from, to],
     };
   }
 
@@ -306,12 +300,10 @@ export class AnalyticsQueries {
       limit ? offset ?`;
     const bindings = [orgId, ...(f.agentId ? [f.agentId] : []), orgId, range.from, range.to, ...ch, orgId, range.from, range.to, ...ch, page.limit, page.offset];
     const rows = rowsOf(await this.knex.raw(sql, bindings));
-    let total = rows.length ? int(rows[0]!.total) : 0;
-    if (!rows.length && page.offset > 0) {
-      // Past the last page: the window count is not there to read.
-      const counted = (await this.knex.raw(`select count(*)::int as n from memberships m where m.organization_id = ? and m.status = 'accepted' and m.user_id is not null${member}`, [orgId, ...(f.agentId ? [f.agentId] : [])])).rows[0] as { n: number };
-      total = counted.n;
-    }
+    // No row to read the window count from (a page past the last, or no member matches): count the members.
+    const total = rows.length
+      ? int(rows[0]!.total)
+      : ((await this.knex.raw(`select count(*)::int as n from memberships m where m.organization_id = ? and m.status = 'accepted' and m.user_id is not null${member}`, [orgId, ...(f.agentId ? [f.agentId] : [])])).rows[0] as { n: number }).n;
     return {
       total,
       rows: rows.map((r) => ({
