@@ -27,9 +27,10 @@ export class MemoryPresence implements Presence {
 
   async disconnected(orgId: string, userId: string): Promise<boolean> {
     const org = this.counts.get(orgId);
-    const n = (org?.get(userId) ?? 0) - 1;
-    if (!org || n > 0) {
-      org?.set(userId, Math.max(n, 0));
+    if (!org) return false;
+    const n = (org.get(userId) ?? 0) - 1;
+    if (n > 0) {
+      org.set(userId, n);
       return false;
     }
     org.delete(userId);
@@ -135,13 +136,13 @@ export class RedisPresence implements Presence {
   /**
    * Writes this instance's new tally and reads every instance's count in one MULTI, so concurrent connects and
    * disconnects of one user (on any instance) see a consistent order: exactly one sees the first and the last socket.
-   * Without Redis the answer is this instance's own view.
+   * Answers the user's sockets on live instances; without Redis, this instance's own count.
    */
-  private async change(orgId: string, userId: string, by: 1 | -1): Promise<{ total: number; localFallback: boolean }> {
+  private async change(orgId: string, userId: string, by: 1 | -1): Promise<number> {
     if (by === 1) await this.local.connected(orgId, userId);
     else await this.local.disconnected(orgId, userId);
     const mine = this.local.count(orgId, userId);
-    if (!this.link.isUp) return { total: mine, localFallback: true };
+    if (!this.link.isUp) return mine;
     try {
       const key = this.userKey(orgId, userId);
       const multi = this.redis.multi().hset(key, this.instanceId, mine).hgetall(key);
@@ -149,22 +150,20 @@ export class RedisPresence implements Presence {
       const results = (await multi.exec()) ?? [];
       this.noteWritten(key, orgId, userId);
       const counts = (results[1]?.[1] ?? {}) as Record<string, string>;
-      return { total: await this.liveTotal(counts), localFallback: false };
+      return await this.liveTotal(counts);
     } catch (err) {
       this.onError(err);
-      return { total: mine, localFallback: true };
+      return mine;
     }
   }
 
   async connected(orgId: string, userId: string): Promise<boolean> {
-    const { total } = await this.change(orgId, userId, 1);
-    return total === 1;
+    return (await this.change(orgId, userId, 1)) === 1;
   }
 
   async disconnected(orgId: string, userId: string): Promise<boolean> {
     // Zero counts and set members are left in place: removing them could race a connect that just counted itself.
-    const { total } = await this.change(orgId, userId, -1);
-    return total === 0;
+    return (await this.change(orgId, userId, -1)) === 0;
   }
 
   async isOnline(orgId: string, userId: string): Promise<boolean> {

@@ -5,6 +5,7 @@ import { sharedServer } from './helpers/hooks.js';
 import { newVisitor, startConversation } from './helpers/live.js';
 import { closeAfterEach } from './helpers/socket-acks.js';
 import { collect, connectOk, nextEvent, settle } from './helpers/sockets.js';
+import { waitFor } from './helpers/wait.js';
 
 describe('socket broadcasts', () => {
   const track = closeAfterEach();
@@ -105,8 +106,10 @@ describe('socket broadcasts', () => {
     const { server, baseUrl, owner, agentSocket } = await org();
     const member = await addMember(server, owner, 'agent', 'Ada Agent');
     const memberSocket = track(await connectOk(baseUrl, owner.orgId, member.accessToken));
+    // The owner's own new_conversation notice comes first; only what follows the assignment counts.
+    const welcomed = nextEvent(agentSocket, 'notification_created', (p) => p.notification.type === 'new_conversation');
     const { conversationId } = await startConversation(await newVisitor(owner));
-    await settle(150);
+    await welcomed;
     const ownerNotes = collect(agentSocket, 'notification_created');
 
     const assignedToOwnerSocket = nextEvent(agentSocket, 'conversation_assigned');
@@ -164,7 +167,7 @@ describe('socket broadcasts', () => {
     expect(busy.status, JSON.stringify(busy.body)).to.equal(200);
     const member = await addMember(server, owner, 'agent');
     const memberSocket = track(await connectOk(baseUrl, owner.orgId, member.accessToken));
-    await settle(150);
+    await waitFor(async () => (await member.api.get('/agent/profile', { token: member.accessToken })).body.data.status === 'online', { what: 'the member online' });
     const assigned = nextEvent(agentSocket, 'conversation_assigned');
     const notified = nextEvent(memberSocket, 'notification_created', (p) => p.notification.type === 'conversation_assigned');
     const { conversationId } = await startConversation(await newVisitor(owner));
