@@ -6,6 +6,7 @@ import { sharedServer } from './helpers/hooks.js';
 import { addMember, signUp, type Member, type SignedUp } from './helpers/factories.js';
 import { expectError } from './helpers/tenancy.js';
 import { Api } from './helpers/http.js';
+import { refuseWrites } from './helpers/refusals.js';
 
 function ok(res: { status: number; body: any }, status: number): any {
   expect(res.status, JSON.stringify(res.body)).to.equal(status);
@@ -253,5 +254,50 @@ describe('PATCH /templates/:id (spec endpoint 1, rule 1: 401 -> 403 -> 404 -> 40
     ok(await owner.api.patch(`/memberships/organizations/${owner.orgId}/members/${demoted.membershipId}/role`, { role: 'agent' }, { token: owner.accessToken }), 200);
     expectError(await demoted.api.patch(path(template.id), { category: 'again' }, { token: demoted.accessToken }), 403, 'forbidden');
     expectError(await demoted.api.patch(path(randomUUID()), { category: 'again' }, { token: demoted.accessToken }), 403, 'forbidden');
+  });
+});
+
+describe('Templates: what a conflict, a failure and a missing template answer', () => {
+  it("a taken shortcut is 409 with the shortcut's words; a database failure of the write is not a conflict", async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const t = { token: owner.accessToken };
+    const taken = await create(owner, { title: 'Taken', content: 'x', shortcut: 'taken' });
+    const other = await create(owner, { title: 'Other', content: 'y' });
+    for (const res of [await owner.api.post('/templates', { title: 'Again', content: 'x', shortcut: 'taken' }, t), await owner.api.patch(`/templates/${other.id}`, { shortcut: 'taken' }, t)]) {
+      expectError(res, 409, 'conflict');
+      expect(res.body.message).to.equal('Another template already uses this shortcut');
+    }
+    const refusal = await refuseWrites(server.db.knex, { table: 'templates', on: 'update', when: `new.organization_id = '${owner.orgId}'`, message: 'template writes are refused' });
+    try {
+      expectError(await owner.api.patch(`/templates/${taken.id}`, { shortcut: 'fresh' }, t), 500, 'internal_error');
+    } finally {
+      await refusal.lift();
+    }
+    expect(ok(await owner.api.get(`/templates/${taken.id}`, t), 200).shortcut).to.equal('taken');
+  });
+
+  it("a missing template is 'Template not found', also when it goes between the check and the delete", async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const res = await owner.api.get(`/templates/${randomUUID()}`, { token: owner.accessToken });
+    expectError(res, 404, 'not_found');
+    expect(res.body.message).to.equal('Template not found');
+    // Two admins deleting one template: the route found it, the other delete came first.
+    const gone = await create(owner, { title: 'Gone', content: 'x' });
+    await server.services.templates.remove(owner.orgId, gone.id);
+    const second = await server.services.templates.remove(owner.orgId, gone.id).then(() => null, (err: { code?: string; message?: string }) => err);
+    expect(second).to.include({ code: 'not_found', message: 'Template not found' });
+  });
+
+  it('trims a changed category; a blank one is no category', async () => {
+    const { server, baseUrl } = sharedServer();
+    const owner = await signUp(server, baseUrl);
+    const t = { token: owner.accessToken };
+    const template = await create(owner, { title: 'Sorted', content: 'x', category: '   ' });
+    expect(template.category).to.equal(null);
+    expect(ok(await owner.api.patch(`/templates/${template.id}`, { category: '  sales  ' }, t), 200).category).to.equal('sales');
+    expect(ok(await owner.api.get('/templates?category=sales', t), 200).map((x: any) => x.id)).to.deep.equal([template.id]);
+    expect(ok(await owner.api.patch(`/templates/${template.id}`, { category: ' ' }, t), 200).category).to.equal(null);
   });
 });

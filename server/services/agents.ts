@@ -68,11 +68,12 @@ export class AgentService {
         this.deps.knex.raw(`avg(extract(epoch from (resolved_at - created_at))) filter (where resolved_at is not null) as avg_resolution`),
       )
       .first()) as unknown as Record<string, number | string | null>;
-    const seconds = (v: unknown) => (v === null || v === undefined ? null : Math.round(Number(v)));
+    // One aggregate row, every column present: counts are never null, an average is null without a sample.
+    const seconds = (v: unknown) => (v === null ? null : Math.round(Number(v)));
     return {
-      openConversations: Number(row.openConversations ?? 0),
-      resolvedConversations: Number(row.resolvedConversations ?? 0),
-      closedConversations: Number(row.closedConversations ?? 0),
+      openConversations: Number(row.openConversations),
+      resolvedConversations: Number(row.resolvedConversations),
+      closedConversations: Number(row.closedConversations),
       avgFirstResponseSeconds: seconds(row.avgFirstResponse),
       avgResolutionSeconds: seconds(row.avgResolution),
     };

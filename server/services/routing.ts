@@ -46,7 +46,7 @@ export class RoutingService {
   /** Runs after a new conversation commits (and on escalation), when the organization turned auto-assignment on. */
   async autoAssign(conversation: Conversation, reason = 'auto'): Promise<Conversation> {
     const org = await this.models.Organization.query().findById(conversation.organizationId);
-    if (!org || org.settings?.autoAssignment !== true) return conversation;
+    if (!org || org.settings.autoAssignment !== true) return conversation;
     return this.assignLeastBusy(conversation.organizationId, conversation.id, reason);
   }
 

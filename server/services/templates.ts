@@ -8,6 +8,7 @@ import dbErrors from 'db-errors';
 export interface TemplateInput {
   title?: string;
   content?: string;
+  /** Holds no whitespace (the route's schema refuses it), so there is nothing to trim; empty is none. */
   shortcut?: string | null;
   category?: string | null;
 }
@@ -26,7 +27,7 @@ export class TemplateService {
       const like = containsPattern(opts.q);
       base.where((w) => w.whereILike('title', like).orWhereILike('shortcut', like));
     }
-    const [total, templates] = await Promise.all([base.clone().resultSize(), base.clone().orderBy('title', 'asc').orderBy('id').limit(opts.limit).offset(opts.offset)]);
+    const [total, templates] = await Promise.all([base.clone().resultSize(), base.clone().orderBy('title').orderBy('id').limit(opts.limit).offset(opts.offset)]);
     return { templates, total };
   }
 
@@ -42,7 +43,7 @@ export class TemplateService {
         organizationId: orgId,
         title: input.title.trim(),
         content: input.content,
-        shortcut: input.shortcut?.trim() || null,
+        shortcut: input.shortcut || null,
         category: input.category?.trim() || null,
         createdBy: userId,
       }),
@@ -54,7 +55,7 @@ export class TemplateService {
     const patch: Partial<Template> = {};
     if (input.title !== undefined) patch.title = input.title.trim();
     if (input.content !== undefined) patch.content = input.content;
-    if (input.shortcut !== undefined) patch.shortcut = input.shortcut?.trim() || null;
+    if (input.shortcut !== undefined) patch.shortcut = input.shortcut || null;
     if (input.category !== undefined) patch.category = input.category?.trim() || null;
     return this.unique(() => this.models.Template.forOrg(orgId).patchAndFetchById(id, patch));
   }

@@ -51,7 +51,9 @@ export function requestOrigin(headers: { origin?: string; host?: string; secFetc
 }
 
 const newPublicKey = () => `pk_${randomBytes(18).toString('base64url')}`;
-const normalizeOrigin = (o: string) => o.trim().replace(/\/+$/, '').toLowerCase();
+// Listed origins are a scheme and a host (the route's pattern refuses paths, slashes and spaces), and a browser's
+// Origin header is one already serialized: only the case can differ.
+const normalizeOrigin = (o: string) => o.toLowerCase();
 
 export class WidgetService {
   constructor(
@@ -96,7 +98,7 @@ export class WidgetService {
 
   /** An empty list allows every origin; otherwise the page's Origin must be listed or be the server's own. */
   originAllowed(widget: Pick<Widget, 'allowedOrigins'>, from: RequestOrigin): boolean {
-    const allowed = widget.allowedOrigins ?? [];
+    const allowed = widget.allowedOrigins;
     if (allowed.length === 0 || from.sameHost) return true;
     if (!from.origin) return false;
     const origin = normalizeOrigin(from.origin);
