@@ -92,7 +92,7 @@ describe('Channels: email', function () {
     const event = (await live) as any;
     expect(event.message.content).to.contain('Where is my invoice?');
     expect(event.message.senderType).to.equal('visitor');
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const events = await inboundEvents(test.server, channelId);
     expect(events.filter((e) => e.providerId === messageId)).to.have.length(1);
     const conversation = await test.server.db.knex('conversations').where({ id: event.message.conversationId }).first();
@@ -112,12 +112,12 @@ describe('Channels: email', function () {
     const customer = uniqueEmail('threaded');
     const messageId = `<${randomUUID()}@customer.test>`;
     ok(await postSignedMail(owner.api, channelId, secret, mime({ from: customer, subject: 'Login trouble', text: 'I cannot log in', messageId })), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const [event] = (await inboundEvents(test.server, channelId)).filter((e) => e.providerId === messageId);
     const conversationId = event!.conversationId!;
     ok(await agent.api.post(`/conversations/${conversationId}/messages`, { content: 'Internal: check the logs', private: true }, { token: agent.accessToken }), 201);
     ok(await agent.api.post(`/conversations/${conversationId}/messages`, { content: 'Please reset your password.' }, { token: agent.accessToken }), 201);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const reply = await smtp.waitForMail(customer);
     expect(reply.subject).to.equal('Re: Login trouble');
     expect(reply.text).to.contain('Please reset your password.');
@@ -132,7 +132,7 @@ describe('Channels: email', function () {
 
     // The customer answers our mail: the same conversation.
     ok(await postSignedMail(owner.api, channelId, secret, mime({ from: customer, subject: 'Re: Login trouble', text: 'Done, thanks', messageId: `<${randomUUID()}@customer.test>`, inReplyTo: reply.parsed.messageId! })), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const messages = await test.server.db.knex('messages').where({ conversationId }).orderBy('seq');
     expect(messages.map((m: { content: string }) => m.content).at(-1)).to.equal('Done, thanks');
   });
@@ -143,7 +143,7 @@ describe('Channels: email', function () {
     const created = await smtp.waitForMail(requester, (m) => m.subject.includes('Broken export'));
     ok(await owner.api.patch(`/tickets/${ticket.id}`, { status: 'resolved' }, { token: owner.accessToken }), 200);
     ok(await postSignedMail(owner.api, channelId, secret, mime({ from: requester, subject: `Re: [#${ticket.number}] Broken export`, text: 'Still broken!', messageId: `<${randomUUID()}@customer.test>`, inReplyTo: created.parsed.messageId! })), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const after = ok(await owner.api.get(`/tickets/${ticket.id}`, { token: owner.accessToken }), 200);
     expect(after.status).to.equal('open');
     const timeline = ok(await owner.api.get(`/tickets/${ticket.id}/events`, { token: owner.accessToken }), 200);
@@ -161,7 +161,7 @@ describe('Channels: email', function () {
     await expectRejects(transport.sendMail({ from: customer, to: 'in+000000000000000000000000@elsewhere.test', subject: 'x', text: 'x' }));
     transport.close();
     await waitFor(async () => (await inboundEvents(test.server, channelId)).some((e) => e.providerId === messageId), { what: 'the SMTP mail stored' });
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const [event] = (await inboundEvents(test.server, channelId)).filter((e) => e.providerId === messageId);
     expect(event!.status).to.equal('processed');
   });
@@ -201,7 +201,7 @@ describe('Channels: an inbound event stored before a stop is processed after the
       await first.stop();
       first = null;
       second = await startTestServer(env);
-      await quiesce(second.server);
+      await quiesce(second.server, owner.orgId);
       const [processed] = await inboundEvents(second.server, created.channel.id);
       expect(processed!.status).to.equal('processed');
       const messages = await second.server.db.knex('messages').where({ conversationId: processed!.conversationId });

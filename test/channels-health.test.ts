@@ -31,7 +31,7 @@ describe('Channels: a channel whose deliveries keep failing', function () {
     const secret = telegram.calls.find((c) => c.path === '/bothealth-token/setWebhook')!.body.secret_token;
     const update = { update_id: 1, message: { message_id: 1, chat: { id: 7 }, from: { id: 7, first_name: 'Ute' }, text: 'Hello' } };
     ok(await owner.api.post(`/channels/telegram/inbound/${channelId}`, update, { headers: { 'x-telegram-bot-api-secret-token': secret } }), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     conversationId = (await inboundEvents(test.server, channelId))[0]!.conversationId!;
     socket = await connectOk(test.baseUrl, owner.orgId, owner.accessToken);
   });
@@ -44,7 +44,7 @@ describe('Channels: a channel whose deliveries keep failing', function () {
 
   const reply = async (content: string) => {
     ok(await owner.api.post(`/conversations/${conversationId}/messages`, { content }, { token: owner.accessToken }), 201);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
   };
   const channel = async () => ok(await owner.api.get(`/channels/${channelId}`, { token: owner.accessToken }), 200);
   const statusChange = (status: string) => nextEvent(socket, 'channel_status_changed', (p) => p.channel.id === channelId && p.channel.status === status, 30_000);

@@ -103,7 +103,7 @@ describe('Channels: status and reply notifications', function () {
       sockets.push(agentSocket);
       const live = nextEvent(agentSocket, 'notification_created', (p) => p.notification.type === 'ticket_reply_received', 15_000);
       ok(await reply(ticket, requester, 'Any news?'), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const heard = await live;
       expect(heard.notification.data).to.include({ ticketId: ticket.id, number: ticket.number, from: requester });
       expect(heard.notification.body).to.equal('Any news?');
@@ -116,7 +116,7 @@ describe('Channels: status and reply notifications', function () {
       const requester = uniqueEmail('unassigned');
       const ticket = await createTicket(owner, { title: 'Help', requester: { email: requester } });
       ok(await reply(ticket, requester, 'Hello?'), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       for (const who of [owner, admin]) expect((await notificationsOf(who)).filter((n) => n.data.ticketId === ticket.id)).to.have.length(1);
       expect((await notificationsOf(agent)).some((n) => n.data.ticketId === ticket.id)).to.equal(false);
 
@@ -124,7 +124,7 @@ describe('Channels: status and reply notifications', function () {
       ok(await owner.api.patch(`/tickets/${ticket.id}`, { assignedTo: agent.userId }, { token: owner.accessToken }), 200);
       ok(await owner.api.patch(`/tickets/${ticket.id}`, { status: 'closed' }, { token: owner.accessToken }), 200);
       ok(await reply(ticket, requester, 'It happened again'), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const followUp = (await notificationsOf(agent)).find((n) => n.data.followUpOf === ticket.id);
       expect(followUp, 'the follow-up notification').to.not.equal(undefined);
       expect(followUp!.data.ticketId).to.not.equal(ticket.id);
@@ -134,7 +134,7 @@ describe('Channels: status and reply notifications', function () {
     it('does not notify anyone for a mail that only starts a conversation', async () => {
       const before = (await notificationsOf(owner)).length;
       ok(await postSignedMail(owner.api, channelId, secret, mime({ from: uniqueEmail('new'), subject: 'Hello', text: 'A new question', messageId: `<${randomUUID()}@customer.test>` })), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       expect(await notificationsOf(owner)).to.have.length(before);
     });
   });

@@ -86,7 +86,7 @@ describe('Channels: inbound files', function () {
     }).compile().build();
     const live = nextEvent(socket, 'new_message', (p) => p.message.content.includes('See the attached invoice'), 15_000);
     ok(await postSignedMail(owner.api, channel.id, inbound.secret, raw.toString('utf8')), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const heard = (await live).message;
     expect(heard.type).to.equal('file');
     expect(heard.attachments).to.have.length(1);
@@ -109,7 +109,7 @@ describe('Channels: inbound files', function () {
       attachments: [{ filename: 'jam.png', content: PNG, contentType: 'image/png' }, { filename: 'tool.exe', content: Buffer.from('MZ binary'), contentType: 'application/x-msdownload' }],
     }).compile().build();
     ok(await postSignedMail(owner.api, channel.id, inbound.secret, raw.toString('utf8')), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const event = (await inboundEvents(test.server, channel.id)).find((e) => e.providerId === messageId)!;
     expect(event).to.include({ status: 'processed', ticketId: ticket.id, conversationId: null });
     const timeline = ok(await owner.api.get(`/tickets/${ticket.id}/events`, { token: owner.accessToken }), 200);
@@ -132,7 +132,7 @@ describe('Channels: inbound files', function () {
     ];
     const raw = await new MailComposer({ from: uniqueEmail('many'), to: 'many@media.test', subject: 'Scans', text: 'All pages', messageId, attachments }).compile().build();
     ok(await postSignedMail(owner.api, channel.id, inbound.secret, raw.toString('utf8')), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const message = await messageOf(channel.id, messageId);
     expect(message.type).to.equal('file');
     expect(message.attachments.map((a: { fileName: string }) => a.fileName)).to.deep.equal(attachments.slice(0, 10).map((a) => a.filename));
@@ -156,7 +156,7 @@ describe('Channels: inbound files', function () {
     it('fetches an image through the Graph API with the access token and attaches it, with its caption', async () => {
       host.files.set('/files/media-photo', { type: 'image/png', bytes: PNG });
       ok(await post(media('wamid.IMG1', 'image', { id: 'media-photo', mime_type: 'image/png', caption: 'My broken screen' })), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const message = await messageOf(channelId, 'wamid.IMG1');
       expect(message).to.include({ type: 'image', content: 'My broken screen' });
       expect(message.attachments).to.have.length(1);
@@ -168,7 +168,7 @@ describe('Channels: inbound files', function () {
     it('shows an image without caption or name as "file"', async () => {
       host.files.set('/files/media-bare', { type: 'image/png', bytes: PNG });
       ok(await post(media('wamid.BARE', 'image', { id: 'media-bare', mime_type: 'image/png' })), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const message = await messageOf(channelId, 'wamid.BARE');
       expect(message).to.include({ type: 'image', content: 'file' });
       expect(message.attachments).to.have.length(1);
@@ -177,7 +177,7 @@ describe('Channels: inbound files', function () {
     it('names a file without a name by its source, its place and the type the Graph API gives when the webhook gives none', async () => {
       host.files.set('/files/media-untyped', { type: 'image/png', bytes: PNG });
       ok(await post(media('wamid.UNTYPED', 'image', { id: 'media-untyped', caption: 'No type given' })), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const message = await messageOf(channelId, 'wamid.UNTYPED');
       expect(message).to.include({ type: 'image', content: 'No type given' });
       expect(message.attachments[0]).to.include({ fileName: 'whatsapp-1.png', mimeType: 'image/png', sizeBytes: PNG.length });
@@ -185,7 +185,7 @@ describe('Channels: inbound files', function () {
 
     it('keeps the message with a note when the media cannot be downloaded', async () => {
       ok(await post(media('wamid.DOC404', 'document', { id: 'media-missing', mime_type: 'application/pdf', filename: 'contract.pdf' })), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const message = await messageOf(channelId, 'wamid.DOC404');
       expect(message.attachments).to.deep.equal([]);
       expect(message.content).to.match(/contract\.pdf was not stored: the Graph API answered 404/);
@@ -194,7 +194,7 @@ describe('Channels: inbound files', function () {
     it('refuses a file whose bytes are not its declared type (a note, nothing stored)', async () => {
       host.files.set('/files/media-fake', { type: 'application/pdf', bytes: Buffer.from('not a pdf at all') });
       ok(await post(media('wamid.FAKE', 'document', { id: 'media-fake', mime_type: 'application/pdf', filename: 'fake.pdf', caption: 'Here' })), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       const message = await messageOf(channelId, 'wamid.FAKE');
       expect(message.attachments).to.deep.equal([]);
       expect(message.content).to.match(/^Here\n\n\[fake\.pdf was not stored: The file's content is not application\/pdf\]$/);
@@ -210,7 +210,7 @@ describe('Channels: inbound files', function () {
     const { webhookSecret } = test.server.services.channels.provisioning.secretsOf<TelegramSecrets>(row);
     const update = { update_id: 777, message: { message_id: 777, chat: { id: 42 }, from: { id: 42, first_name: 'Tim' }, photo: [{ file_id: 'small' }, { file_id: 'large' }] } };
     ok(await owner.api.post(`/channels/telegram/inbound/${channel.id}`, update, { headers: { 'x-telegram-bot-api-secret-token': webhookSecret } }), 200);
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const message = await messageOf(channel.id, '777');
     expect(message.type).to.equal('image');
     expect(message.attachments[0]).to.include({ fileName: 'photo.jpg', mimeType: 'image/jpeg', sizeBytes: 64 });
@@ -225,7 +225,7 @@ describe('Channels: inbound files', function () {
     const send = async (id: number, document: Record<string, unknown>, caption: string) => {
       const update = { update_id: id, message: { message_id: id, chat: { id: 43 }, from: { id: 43, first_name: 'Tia' }, caption, document: { file_id: `doc-${id}`, ...document } } };
       ok(await owner.api.post(`/channels/telegram/inbound/${channel.id}`, update, { headers: { 'x-telegram-bot-api-secret-token': webhookSecret } }), 200);
-      await quiesce(test.server);
+      await quiesce(test.server, owner.orgId);
       return messageOf(channel.id, String(id));
     };
     const manual = await send(901, { file_name: 'Manual.PDF' }, 'The manual');

@@ -93,7 +93,7 @@ describe('Channels: SES inbound through SNS', function () {
     const body = signed(notification(channel.config.smtpAddress, mime({ from: customer, subject: 'Via SES', text: 'Hello through SES', messageId })), '2', `${fakeUrl}/cert.pem`);
     expect(ok(await post(body), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
     expect(ok(await post(body), 200)).to.deep.equal({ stored: 0, duplicates: 1 });
-    await quiesce(test.server);
+    await quiesce(test.server, owner.orgId);
     const event = (await inboundEvents(test.server, channel.id)).find((e) => e.providerId === messageId)!;
     expect(event.status).to.equal('processed');
     const messages = await test.server.db.knex('messages').where({ conversationId: event.conversationId });
@@ -125,7 +125,7 @@ describe('Channels: SES inbound through SNS', function () {
     await domainVerified(victim.orgId, victimDomain);
     const after = mail();
     expect(ok(await post(after.body), 200)).to.deep.equal({ stored: 1, duplicates: 0 });
-    await quiesce(test.server);
+    await quiesce(test.server, [squatter.orgId, victim.orgId]);
     expect((await inboundEvents(test.server, own.channel.id)).map((e) => e.providerId)).to.deep.equal([after.messageId]);
     expect(await inboundEvents(test.server, squatted.channel.id)).to.deep.equal([]);
   });

@@ -26,18 +26,18 @@ export async function inboundEvents(server: AppServer, channelId: string): Promi
 }
 
 /**
- * Runs due jobs until none is due or running: drain() alone returns while a job the poller claimed right after a
- * commit is still running. Only this server's queues count, and with `organizationId` only that organization's jobs:
- * the test database is shared with other files' servers, whose leftovers (deliveries to fake providers long closed,
- * retried with backoff) are not this test's business.
+ * Runs due jobs until none of `organizations` is due or running: drain() alone returns while a job the poller claimed
+ * right after a commit is still running. Only this server's queues and the named organizations' jobs count: the test
+ * database is shared with other files' servers, whose leftovers (deliveries to fake providers long closed, retried with
+ * backoff, or a job a stopped server still held, which stays running until its lease ends) are not this test's business.
  */
-export async function quiesce(server: AppServer, organizationId?: string): Promise<void> {
+export async function quiesce(server: AppServer, organizations: string | string[]): Promise<void> {
   const { knex } = server.db;
   const queues = server.jobs.names();
   const busy = () =>
     knex('jobs')
       .whereIn('queue', queues)
-      .modify((q) => (organizationId ? q.where('organization_id', organizationId) : q))
+      .whereIn('organization_id', ([] as string[]).concat(organizations))
       .where((q) => q.where('status', 'running').orWhere((p) => p.where('status', 'pending').where('run_at', '<=', knex.fn.now())))
       .select('id', 'queue', 'status', 'attempts', 'run_at', 'locked_until')
       .limit(5);
