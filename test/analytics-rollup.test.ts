@@ -120,6 +120,35 @@ describe('Analytics message rollup', () => {
     expect(await countsInTable(owner.orgId)).to.deep.equal({ ...expected, agent: 3, total: 5 });
   });
 
+  it('counts a send that commits after a run by the next run: counting starts again where the oldest transaction running at the last run began', async function () {
+    const { server, baseUrl } = sharedServer();
+    // One connection: no transaction can run beside the rollup's.
+    if (server.db.embedded) this.skip();
+    const { knex } = server.db;
+    const owner = await signUp(server, baseUrl);
+    const { conversationId } = await startConversation(await newVisitor(owner), 'hello');
+    const countedUntil = async () => new Date((await knex.raw('select messages_counted_until as t from message_rollup_state where id = 1')).rows[0].t).getTime();
+    const late = await knex.transaction();
+    let started: number;
+    try {
+      // Should this test die holding the transaction, the database ends it.
+      await late.raw(`set local idle_in_transaction_session_timeout = '60s'`);
+      started = new Date((await late.raw('select now() as started')).rows[0].started).getTime();
+      const conversation = (await late('conversations').where({ id: conversationId }).forNoKeyUpdate().first()) as Conversation;
+      await server.services.messages.append(late, conversation, { type: 'ai', orgId: owner.orgId }, { conversationId, content: 'late' });
+      await server.services.analytics.rollup.run({ wait: true });
+      expect(await countedUntil(), 'the next run counts from the start of the transaction still running').to.be.at.most(started);
+      expect((await summaryMessages(owner)).ai, 'not committed yet').to.equal(0);
+      await late.commit();
+    } catch (err) {
+      await late.rollback().catch(() => undefined);
+      throw err;
+    }
+    await server.services.analytics.rollup.run({ wait: true });
+    expect((await summaryMessages(owner)).ai).to.equal(1);
+    expect(await countedUntil(), 'with that transaction over, counting moves on').to.be.above(started);
+  });
+
   it('two instances rolling up at once: one works, the other skips, and the counts stay exact', async () => {
     const { server, baseUrl } = sharedServer();
     const owner = await signUp(server, baseUrl);
