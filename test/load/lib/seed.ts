@@ -15,6 +15,11 @@ export interface SeedRequest {
   visitors: number;
   /** One open conversation per visitor (chat), or none (connections). */
   conversations: boolean;
+  /**
+   * Messages already in each of those conversations, as on a site that has been running: an empty messages table is
+   * a state a live database is only in on its first day (and plans made then assume it stays empty).
+   */
+  conversationHistory?: number;
   /** A conversation of the first organization with this many messages (rest); 0 for none. */
   historyMessages?: number;
   /** Conversations of the first organization for REST replies. */
@@ -133,6 +138,22 @@ export async function seed(server: AppServer, req: SeedRequest): Promise<SeedRes
       // knex's snake-case mappers hand rows back in camelCase.
       const bySession = new Map(rows.map((r) => [r.visitorSessionId, r.id!]));
       conversationIds = visitorRows.map((v) => bySession.get(v.id!) ?? null);
+      const history = req.conversationHistory ?? 0;
+      if (history > 0) {
+        const ids = rows.map((r) => r.id!);
+        await insertChunked(
+          server,
+          'messages',
+          ids.flatMap((id) =>
+            Array.from({ length: history }, (_, k) => ({
+              organization_id: org.id, conversation_id: id, seq: k + 1, sender_type: 'visitor', content: `Earlier message ${k + 1}`,
+              type: 'text', private: false, metadata: JSON.stringify({}), created_at: new Date(now.getTime() - (history - k) * 60_000),
+            })),
+          ),
+          ['id'],
+        );
+        await knex('conversations').whereIn('id', ids).update({ last_seq: history, last_message_at: now });
+      }
     }
     org.visitors = visitorRows.map((v, i) => ({
       sessionId: v.id!,
@@ -179,6 +200,9 @@ export async function seed(server: AppServer, req: SeedRequest): Promise<SeedRes
     login = { emails: rows.map((r) => r.email), password: LOGIN_PASSWORD, cost };
   }
 
+  // Statistics as autovacuum keeps them on a live database: bulk rows measured at once would otherwise be planned
+  // for as the tables stood before the seeding.
+  if (!server.db.embedded) await knex.raw('analyze organizations, users, memberships, visitor_sessions, conversations, messages');
   return { orgs, historyConversationId, replyConversationIds, login, seconds: (performance.now() - started) / 1000 };
 }
 

@@ -97,7 +97,7 @@ export const chat: Scenario = {
     let receiver: Receiver | null = null;
     let received = 0;
     try {
-      seeded = await app.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: o.orgs, agents: o.orgs * widest, visitors: o.visitors, conversations: true });
+      seeded = await app.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: o.orgs, agents: o.orgs * widest, visitors: o.visitors, conversations: true, conversationHistory: 5 });
       ctx.log(`  seeded ${o.orgs} orgs, ${widest} agents each, ${o.visitors} visitors with a conversation each in ${seeded.seconds.toFixed(1)} s`);
       const orgIds = seeded.orgs.map((x) => x.id);
       const target = { label: 'app', visitorUrl: app.url, agentUrl: app.url, servers: [app.child], countStored: () => app.child.call<number>('countMessages', { orgIds }), authenticates: true };

@@ -108,7 +108,7 @@ export const cluster: Scenario = {
           const orgIds = () => seeded.orgs.map((x) => x.id);
           const countStored = () => a.child.call<number>('countMessages', { orgIds: orgIds() });
           if (k === 0) {
-            seeded = await a.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: o.orgs, agents: o.agents, visitors: o.visitors, conversations: true });
+            seeded = await a.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: o.orgs, agents: o.agents, visitors: o.visitors, conversations: true, conversationHistory: 5 });
             ctx.log(`  seeded ${o.orgs} orgs, ${o.agents} agents, ${o.visitors} visitors in ${seeded.seconds.toFixed(1)} s`);
             if (idleWanted > 0) {
               const made = await a.child.call<{ tenants: SeedTenant[]; seconds: number }>('seedTenants', { runId: ctx.runId, count: idleWanted }, 600_000);
