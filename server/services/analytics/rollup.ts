@@ -57,8 +57,10 @@ export class MessageRollup {
         .rows as { rolled_until: Date | null; messages_counted_until: Date | null }[];
       if (!state.length) return { skipped: true };
       const since = state[0]!.rolled_until;
-      // A state written before the horizon was kept: the fixed window, as then.
-      const countFrom = state[0]!.messages_counted_until ?? (since ? new Date(since.getTime() - RECOUNT_WINDOW_MS) : null);
+      // Conversations are looked for from the window before the watermark, messages from the horizon the last run
+      // noted (a state written before the horizon was kept: the window, as then).
+      const windowStart = since ? new Date(since.getTime() - RECOUNT_WINDOW_MS) : null;
+      const countFrom = state[0]!.messages_counted_until ?? windowStart;
       const { horizon } = (await trx.raw(HORIZON_SQL)).rows[0] as { horizon: Date };
       // A busy minute holds hundreds of thousands of messages: sorted or hashed in memory, not on disk.
       await trx.raw(`set local work_mem = '64MB'`);
@@ -79,9 +81,7 @@ export class MessageRollup {
          where message_rollups.count <> excluded.count`,
         [countFrom],
       );
-      // Conversations changed within the window, and the hours of every bucket just recounted (a transaction that ran
-      // long can put the horizon before the window).
-      const windowStart = since ? new Date(since.getTime() - RECOUNT_WINDOW_MS) : null;
+      // The hours of every bucket just recounted too (a transaction that ran long can put the horizon before the window).
       await refreshSince(trx, windowStart && countFrom && countFrom < windowStart ? countFrom : windowStart);
       // The watermark is this transaction's start, before the count's snapshot.
       await trx.raw('update message_rollup_state set rolled_until = now(), messages_counted_until = ? where id = 1', [horizon]);
