@@ -50,6 +50,7 @@ if (options.scenarios.some((s) => s === 'connections' || s === 'reconnect' || s 
   process.exit(2);
 }
 
+childNodeFlags.push(...options.serverNodeFlags);
 if (options.profile) childNodeFlags.push('--cpu-prof', `--cpu-prof-dir=${path.join(options.reportDir, 'profiles')}`);
 
 // Servers on their cores (BENCH_SERVER_CORES, default core 0), this generator on every other core, so neither steals
@@ -72,6 +73,7 @@ log(
     : `pinning: off (${!options.pin ? '--no-pin' : machine.cpus < 2 ? 'one CPU' : 'taskset unavailable'}): servers and generator share the CPUs`,
 );
 log(`database: ${options.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : 'embedded PGlite'}; Redis: ${options.redisUrl ? 'REDIS_URL' : 'none'}${options.quick ? '; --quick: smoke sizes, the figures mean nothing' : ''}`);
+if (options.serverNodeFlags.length) log(`server processes (app and baselines) run with ${options.serverNodeFlags.join(' ')}`);
 
 const startedAt = new Date();
 const times0 = cpuTimes();

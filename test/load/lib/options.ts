@@ -61,6 +61,8 @@ export interface Options {
   serverCores: number[] | null;
   /** Write a V8 CPU profile of every server process into <reportDir>/profiles. */
   profile: boolean;
+  /** V8/Node flags for every server process, the baselines' included (runtime tunings compared on equal terms). */
+  serverNodeFlags: string[];
   reportDir: string;
   databaseUrl: string | null;
   redisUrl: string | null;
@@ -104,6 +106,8 @@ export const USAGE = `npm run bench -- [flags]
   --max-loop-delay=MS  generator loop delay p99 above which a measure is INVALID (default ${DEFAULT_LIMITS.maxLoopDelayP99Ms})
   --max-cpu=F          generator CPU share above which a measure is INVALID (default ${DEFAULT_LIMITS.maxCpu})
   --profile            write a CPU profile (.cpuprofile) of every server process to <report-dir>/profiles
+  --server-node-flags="F ..."   Node/V8 flags for every server process, app and baselines alike (to compare a
+                       runtime tuning on equal terms), e.g. --server-node-flags=--single-threaded-gc
   --no-pin             do not pin servers (core 0) and generator (core 1) with taskset
   --report-dir=DIR     where the JSON report goes (default test/load/reports)
 
@@ -164,6 +168,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
     pin: true,
     serverCores: null,
     profile: false,
+    serverNodeFlags: [],
     reportDir: path.join(LOAD_DIR, 'reports'),
     databaseUrl: env.DATABASE_URL?.trim() || null,
     redisUrl: env.REDIS_URL?.trim() || null,
@@ -211,6 +216,13 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): Options | 
       case 'max-cpu': o.limits.maxCpu = num(name, value); break;
       case 'no-pin': o.pin = false; break;
       case 'profile': o.profile = true; break;
+      case 'server-node-flags': {
+        const flags = value.split(/\s+/).filter(Boolean);
+        const bad = flags.find((f) => !f.startsWith('--'));
+        if (bad !== undefined) throw new Error(`--server-node-flags takes flags that start with -- (got "${bad}")`);
+        o.serverNodeFlags = flags;
+        break;
+      }
       case 'report-dir': o.reportDir = path.resolve(value); break;
       default:
         throw new Error(`unknown flag --${name} (see --help)`);
