@@ -6,7 +6,7 @@ import { serveChild } from './lib/proc.js';
 import { seedCrm, type CrmSeedRequest } from './lib/crm-seed.js';
 import { explainSummary, findKeptAnalytics, seedAnalytics, timeConversationScan, type AnalyticsSeedRequest } from './lib/analytics-seed.js';
 import { seedKnowledge, type KnowledgeSeedRequest } from './lib/knowledge-seed.js';
-import { cleanup, countMessages, seed, seedTenants, type SeedRequest, type TenantsRequest } from './lib/seed.js';
+import { cleanup, countMessages, seed, seedTenants, settleDatabase, type SeedRequest, type TenantsRequest } from './lib/seed.js';
 
 const config = loadConfig(process.env);
 const server = createServer(config);
@@ -42,6 +42,8 @@ serveChild(
     // Text sources of an organization `seed` made, indexed through the job queue (timed), and the queries to run.
     seedKnowledge: (req: KnowledgeSeedRequest) => seedKnowledge(server, req),
     countMessages: ({ orgIds }: { orgIds: string[] }) => countMessages(server, orgIds),
+    // Between two searches: PostgreSQL finishes what the last one wrote (vacuum, checkpoint, autovacuum).
+    settleDatabase: ({ maxMs }: { maxMs: number }) => settleDatabase(server, maxMs),
     // The webhooks scenario lets events pile up in the durable queue, then times how fast it empties.
     statements: () => statements,
     pauseJobs: () => server.jobs.stop(),

@@ -9,7 +9,10 @@ import { finalSteps, runChat, type ChatRun, type ChatSettings, type StepResult }
 import { invalidOf, row, type Row } from '../lib/report.js';
 import { requestJson } from '../lib/http-load.js';
 import { startReceiver, type Receiver } from '../lib/receiver.js';
-import type { SeedOrg, SeedResult } from '../lib/seed.js';
+import type { SeedOrg, SeedResult, Settled } from '../lib/seed.js';
+
+/** Longest wait for PostgreSQL's autovacuum between two searches. */
+const SETTLE_MAX_MS = 60_000;
 import { startApp, startRelay, type RunContext, type Scenario, type ScenarioOutput } from '../lib/servers.js';
 
 export function chatSettings(ctx: RunContext): ChatSettings {
@@ -101,6 +104,12 @@ export const chat: Scenario = {
       ctx.log(`  seeded ${o.orgs} orgs, ${widest} agents each, ${o.visitors} visitors with a conversation each in ${seeded.seconds.toFixed(1)} s`);
       const orgIds = seeded.orgs.map((x) => x.id);
       const target = { label: 'app', visitorUrl: app.url, agentUrl: app.url, servers: [app.child], countStored: () => app.child.call<number>('countMessages', { orgIds }), authenticates: true };
+      // PostgreSQL shares the cores: each search starts once it has finished with the writes of the one before.
+      const settle = async () => {
+        if (app.dataDir) return;
+        const s = await app.child.call<Settled>('settleDatabase', { maxMs: SETTLE_MAX_MS }, SETTLE_MAX_MS + 120_000);
+        ctx.log(`  database settled: vacuum ${s.vacuumMs ?? 'refused'} ms, checkpoint ${s.checkpointMs ?? 'refused'} ms, autovacuum waited ${s.waitedMs} ms${s.autovacuumLeft ? ` (${s.autovacuumLeft} still running)` : ''}`);
+      };
       // The relay waits beside the app (each idle while the other is measured), so every fan-out's app and baseline
       // are measured one right after the other: a busy spell of a shared machine then hits a pair, not one side.
       const relay = await startRelay(ctx, 'relay baseline', false);
@@ -108,7 +117,9 @@ export const chat: Scenario = {
         for (const fanout of fanouts) {
           ctx.log(`  fan-out ${fanout}: ${fanout} agents per organization`);
           const orgs = withFanout(seeded.orgs, fanout);
+          await settle();
           appRuns.set(fanout, await runChat({ ...target, label: `app, fan-out ${fanout}` }, orgs, chatSettings(ctx)));
+          await settle();
           baseRuns.set(fanout, await runChat({ label: `baseline, fan-out ${fanout}`, visitorUrl: relay.url, agentUrl: relay.url, servers: [relay.child], countStored: null, authenticates: false }, orgs, chatSettings(ctx)));
         }
       } finally {
@@ -125,6 +136,7 @@ export const chat: Scenario = {
           }
         }
         ctx.log(`  again at fan-out ${widest} with ${o.chatWebhooks} message.created webhook(s) per organization (receiver in the generator process)`);
+        await settle();
         hooked = await runChat({ ...target, label: `app + webhooks, fan-out ${widest}` }, withFanout(seeded.orgs, widest), chatSettings(ctx));
         received = receiver.count();
       }
