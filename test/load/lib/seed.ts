@@ -285,7 +285,7 @@ const WRITTEN_TABLES = ['messages', 'conversations'];
  * Lets PostgreSQL finish the work a measure left behind before the next one starts: vacuuming and analyzing what the
  * last search wrote (otherwise autovacuum starts on its own schedule, possibly in the middle of the next search),
  * writing out its dirty pages (CHECKPOINT), and any autovacuum already running. All of it runs on the cores the
- * servers and the generator use, so without this the search measured second paid for the first one's writes.
+ * servers and the generator use, so without this the search measured second could pay for the first one's writes.
  * The wait for autovacuum gives up after `maxMs`.
  */
 export async function settleDatabase(server: AppServer, maxMs: number): Promise<Settled> {

@@ -10,10 +10,10 @@ import { invalidOf, row, type Row } from '../lib/report.js';
 import { requestJson } from '../lib/http-load.js';
 import { startReceiver, type Receiver } from '../lib/receiver.js';
 import type { SeedOrg, SeedResult, Settled } from '../lib/seed.js';
+import { startApp, startRelay, type RunContext, type Scenario, type ScenarioOutput } from '../lib/servers.js';
 
 /** Longest wait for PostgreSQL's autovacuum between two searches. */
 const SETTLE_MAX_MS = 60_000;
-import { startApp, startRelay, type RunContext, type Scenario, type ScenarioOutput } from '../lib/servers.js';
 
 export function chatSettings(ctx: RunContext): ChatSettings {
   const o = ctx.options;
