@@ -6,7 +6,8 @@ import { serveChild } from './lib/proc.js';
 import { seedCrm, type CrmSeedRequest } from './lib/crm-seed.js';
 import { explainSummary, findKeptAnalytics, seedAnalytics, timeConversationScan, type AnalyticsSeedRequest } from './lib/analytics-seed.js';
 import { seedKnowledge, type KnowledgeSeedRequest } from './lib/knowledge-seed.js';
-import { cleanup, countMessages, seed, seedTenants, settleDatabase, type SeedRequest, type TenantsRequest } from './lib/seed.js';
+import { cleanup, countMessages, seed, seedTenants, type SeedRequest, type TenantsRequest } from './lib/seed.js';
+import { settleDatabase } from './lib/settle.js';
 
 const config = loadConfig(process.env);
 const server = createServer(config);

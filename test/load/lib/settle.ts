@@ -1,0 +1,44 @@
+// Between two measures on PostgreSQL: the database finishes what the last one wrote before the next one starts.
+import type { AppServer } from '../../../server/server.js';
+
+/** What settling the database before a measure took. */
+export interface Settled {
+  /** Milliseconds VACUUM (ANALYZE) of the written tables took, or null when it failed (e.g. not the tables' owner). */
+  vacuumMs: number | null;
+  /** Milliseconds CHECKPOINT took, or null when it failed (e.g. a role without pg_checkpoint). */
+  checkpointMs: number | null;
+  /** Milliseconds spent waiting for autovacuum workers (of any table) to finish. */
+  waitedMs: number;
+  /** Autovacuum workers still running when the wait gave up. */
+  autovacuumLeft: number;
+}
+
+/** The tables a chat search writes to: vacuumed between searches so autovacuum has no reason to start in the next. */
+const WRITTEN_TABLES = ['messages', 'conversations'];
+
+/**
+ * Lets PostgreSQL finish the work a measure left behind before the next one starts: vacuuming and analyzing what the
+ * last search wrote (otherwise autovacuum starts on its own schedule, possibly in the middle of the next search),
+ * writing out its dirty pages (CHECKPOINT), and any autovacuum already running. All of it runs on the cores the
+ * servers and the generator use, so without this the search measured second could pay for the first one's writes.
+ * The wait for autovacuum gives up after `maxMs`. The embedded database has no other process to wait for: null.
+ */
+export async function settleDatabase(server: AppServer, maxMs: number): Promise<Settled | null> {
+  if (server.db.embedded) return null;
+  const { knex } = server.db;
+  const timed = async (sql: string): Promise<number | null> => {
+    const t = performance.now();
+    return knex.raw(sql).then(() => Math.round(performance.now() - t), () => null);
+  };
+  const vacuumMs = await timed(`vacuum (analyze) ${WRITTEN_TABLES.join(', ')}`);
+  const checkpointMs = await timed('checkpoint');
+  const t1 = performance.now();
+  let left = 0;
+  for (;;) {
+    const row = (await knex.raw(`select count(*)::int as n from pg_stat_activity where backend_type = 'autovacuum worker'`)) as { rows: { n: number }[] };
+    left = row.rows[0]?.n ?? 0;
+    if (left === 0 || performance.now() - t1 > maxMs) break;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return { vacuumMs, checkpointMs, waitedMs: Math.round(performance.now() - t1), autovacuumLeft: left };
+}
