@@ -1,9 +1,12 @@
 // Inbound mail over SMTP (SMTP_IN_PORT): accepts mail for in+<channel token>@INBOUND_EMAIL_DOMAIN only, and takes
 // the same path as the signed webhook (stored once by Message-ID, processed by the job queue).
 import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
+import type { SMTPServer } from 'smtp-server';
 import type { Logger } from '../../logger.js';
 import type { ChannelInbound } from './inbound.js';
+import { lazyModule } from '../../lazyModule.js';
+
+const smtpServer = lazyModule<typeof import('smtp-server')>('smtp-server');
 
 const MAX_BYTES = 25 * 1024 * 1024;
 
@@ -19,7 +22,7 @@ export class SmtpInbound {
   }
 
   async listen(port: number, host: string): Promise<number> {
-    const server = new SMTPServer({
+    const server = new (smtpServer().SMTPServer)({
       // Without AUTH no sender is asked to authenticate.
       disabledCommands: ['AUTH'],
       // Mail from the internet arrives without TLS from many senders; STARTTLS needs a certificate we do not have here.

@@ -1,10 +1,14 @@
 // Email: reading an inbound mail (MIME, or the JSON a mail provider posts) and sending a reply over SMTP, threaded.
 import { createHash } from 'node:crypto';
-import { simpleParser, type AddressObject } from 'mailparser';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { AddressObject } from 'mailparser';
+import type { Transporter } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
 import type { InboundMedia, InboundMessage } from '../types.js';
 import { PROVIDER_TIMEOUT_MS, ProviderError } from './errors.js';
+import { lazyModule } from '../../../lazyModule.js';
+
+const mailparser = lazyModule<typeof import('mailparser')>('mailparser');
+const nodemailer = lazyModule<typeof import('nodemailer')>('nodemailer');
 
 export interface InboundJsonMail {
   from?: unknown;
@@ -57,7 +61,7 @@ export function mailFromJson(body: InboundJsonMail, raw: Buffer): InboundMessage
 }
 
 export async function mailFromMime(raw: Buffer): Promise<InboundMessage | null> {
-  const parsed = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true });
+  const parsed = await mailparser().simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true });
   const from = (parsed.from as AddressObject | undefined)?.value[0];
   if (!from?.address) return null;
   const text = parsed.text?.trim() || (parsed.html ? stripHtml(parsed.html) : '');
@@ -94,7 +98,7 @@ export class EmailSender {
     const url = smtpUrl ? new URL(smtpUrl) : null;
     if (url && !url.searchParams.has('socketTimeout')) url.searchParams.set('socketTimeout', String(PROVIDER_TIMEOUT_MS));
     if (url && !url.searchParams.has('connectionTimeout')) url.searchParams.set('connectionTimeout', String(PROVIDER_TIMEOUT_MS));
-    this.transport = url ? nodemailer.createTransport(url.toString()) : null;
+    this.transport = url ? nodemailer().createTransport(url.toString()) : null;
   }
 
   async send(mail: OutgoingMail): Promise<string> {
