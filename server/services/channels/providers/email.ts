@@ -2,13 +2,13 @@
 import { createHash } from 'node:crypto';
 import type { AddressObject } from 'mailparser';
 import type { Transporter } from 'nodemailer';
-import addressparser from 'nodemailer/lib/addressparser';
 import type { InboundMedia, InboundMessage } from '../types.js';
 import { PROVIDER_TIMEOUT_MS, ProviderError } from './errors.js';
 import { lazyModule } from '../../../lazyModule.js';
 
 const mailparser = lazyModule<typeof import('mailparser')>('mailparser');
 const nodemailer = lazyModule<typeof import('nodemailer')>('nodemailer');
+const addressparser = lazyModule<(typeof import('nodemailer/lib/addressparser'))['default']>('nodemailer/lib/addressparser');
 
 export interface InboundJsonMail {
   from?: unknown;
@@ -32,7 +32,7 @@ const stripHtml = (html: string) => html.replace(/<style[\s\S]*?<\/style>|<scrip
  * comments in the name (`Sales "EU" <a@b>`, `a@b (Ann)`) stay out of the address. A value naming no address is none.
  */
 function mailbox(value: string): { address: string; name: string | null } | null {
-  const first = addressparser(value, { flatten: true }).find((a) => a.address.includes('@'));
+  const first = addressparser()(value, { flatten: true }).find((a) => a.address.includes('@'));
   return first ? { address: first.address.toLowerCase(), name: first.name.trim() || null } : null;
 }
 
