@@ -1,9 +1,9 @@
 // The database: embedded PGlite in DATA_DIR when DATABASE_URL is unset, PostgreSQL through pg otherwise.
 import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import knexModule, { type Knex } from 'knex';
+import ClientPgLite from 'knex-pglite';
 import objection from 'objection';
 import { lockDataDir } from './dataDirLock.js';
 import { migrateLatest, type MigrateOptions } from './migrate.js';
@@ -43,29 +43,15 @@ import { StorageObject } from './models/StorageObject.js';
 import { KnowledgeSource } from './models/KnowledgeSource.js';
 import { UnansweredQuestion } from './models/UnansweredQuestion.js';
 
-type PgLiteClientClass = new (config: Knex.Config) => { processResponse(obj: { method?: string }, runner: unknown): unknown };
-let embeddedClient: PgLiteClientClass | null = null;
-
 /**
- * The embedded database's knex client, loaded the first time one is opened: PGlite's module (a few MB of code and
- * source text) would otherwise sit in the heap of every server on PostgreSQL, where each full GC marks it again.
+ * knex-pglite turns knex's method name into the SQL command it reports, and knex names a delete `del`: deletes
+ * answered the driver's raw result instead of their row count (so `deleted === 0` never held on the embedded
+ * database). Naming the method as knex's PostgreSQL client expects gives deletes their count back.
  */
-function embeddedClientClass(): PgLiteClientClass {
-  if (embeddedClient) return embeddedClient;
-  // knex-pglite is CommonJS; require keeps createDatabase synchronous.
-  const ClientPgLite = createRequire(import.meta.url)('knex-pglite') as PgLiteClientClass;
-  /**
-   * knex-pglite turns knex's method name into the SQL command it reports, and knex names a delete `del`: deletes
-   * answered the driver's raw result instead of their row count (so `deleted === 0` never held on the embedded
-   * database). Naming the method as knex's PostgreSQL client expects gives deletes their count back.
-   */
-  class EmbeddedClient extends ClientPgLite {
-    override processResponse(obj: { method?: string }, runner: unknown): unknown {
-      return super.processResponse(obj.method === 'del' ? { ...obj, method: 'delete' } : obj, runner);
-    }
+class EmbeddedClient extends (ClientPgLite as unknown as new (config: Knex.Config) => { processResponse(obj: { method?: string }, runner: unknown): unknown }) {
+  override processResponse(obj: { method?: string }, runner: unknown): unknown {
+    return super.processResponse(obj.method === 'del' ? { ...obj, method: 'delete' } : obj, runner);
   }
-  embeddedClient = EmbeddedClient;
-  return embeddedClient;
 }
 
 const knexFactory = (knexModule as unknown as { knex: typeof knexModule }).knex ?? knexModule;
@@ -134,7 +120,7 @@ export function knexConfig(options: DatabaseOptions): Knex.Config {
   const dir = path.join(options.dataDir, 'pgdata');
   mkdirSync(dir, { recursive: true });
   // PGlite serves one connection; knex-pglite fixes the pool at one, so transactions serialize.
-  return { ...common, client: embeddedClientClass() as unknown as typeof Knex.Client, dialect: 'postgres', connection: { filename: dir } } as Knex.Config;
+  return { ...common, client: EmbeddedClient as unknown as typeof Knex.Client, dialect: 'postgres', connection: { filename: dir } } as Knex.Config;
 }
 
 export function createDatabase(options: DatabaseOptions): Database {

@@ -1,12 +1,9 @@
 // Mail goes through an outbox table first, so nothing acknowledged is lost; a dispatcher delivers it over SMTP.
-import type { Transporter } from 'nodemailer';
+import nodemailer, { type Transporter } from 'nodemailer';
 import type { Knex } from 'knex';
 import type { Models } from '../../db/index.js';
 import type { MailHeaders, OutboxEmail } from '../../db/models/OutboxEmail.js';
 import type { Logger } from '../logger.js';
-import { lazyModule } from '../lazyModule.js';
-
-const nodemailer = lazyModule<typeof import('nodemailer')>('nodemailer');
 
 export interface MailMessage {
   kind: string;
@@ -37,7 +34,7 @@ export class Mailer {
     /** `sweepSeconds`: how often due mail (retries, mail an instance stopped before sending) is looked for. */
     private readonly options: { smtpUrl: string | null; from: string; sweepSeconds: number },
   ) {
-    this.transport = options.smtpUrl ? nodemailer().createTransport(options.smtpUrl) : null;
+    this.transport = options.smtpUrl ? nodemailer.createTransport(options.smtpUrl) : null;
   }
 
   /** True when mail really leaves the server (an SMTP transport is configured). */

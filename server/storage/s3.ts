@@ -1,12 +1,8 @@
 // S3 and S3-compatible servers (MinIO, Ceph, R2...): presigned PUT and GET, HEAD and ranged reads for the checks.
 import type { Readable } from 'node:stream';
-import type { S3Client } from '@aws-sdk/client-s3';
-import { lazyModule } from '../lazyModule.js';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { contentDisposition, type ObjectHead, type StorageDriver, type StoredRef, type UploadTarget } from './driver.js';
-
-// Loaded by the first S3 driver: a server storing files elsewhere never holds the SDK.
-const sdk = lazyModule<typeof import('@aws-sdk/client-s3')>('@aws-sdk/client-s3');
-const presigner = lazyModule<typeof import('@aws-sdk/s3-request-presigner')>('@aws-sdk/s3-request-presigner');
 
 export interface S3Options {
   endpoint: string | null;
@@ -19,7 +15,7 @@ export interface S3Options {
 }
 
 // A HEAD answer has no body, so its error is known by its status alone (the SDK names a 404 "NotFound" after it).
-const isMissing = (err: unknown) => err instanceof sdk().S3ServiceException && err.$metadata.httpStatusCode === 404;
+const isMissing = (err: unknown) => err instanceof S3ServiceException && err.$metadata.httpStatusCode === 404;
 
 export class S3Driver implements StorageDriver {
   readonly name = 's3' as const;
@@ -28,7 +24,7 @@ export class S3Driver implements StorageDriver {
 
   constructor(options: S3Options) {
     this.bucket = options.bucket;
-    this.client = new (sdk().S3Client)({
+    this.client = new S3Client({
       region: options.region,
       forcePathStyle: options.forcePathStyle,
       ...(options.endpoint ? { endpoint: options.endpoint } : {}),
@@ -38,20 +34,20 @@ export class S3Driver implements StorageDriver {
   }
 
   async uploadTarget(ref: StoredRef, expiresInSeconds: number): Promise<UploadTarget> {
-    const command = new (sdk().PutObjectCommand)({ Bucket: this.bucket, Key: ref.key, ContentType: ref.mimeType });
+    const command = new PutObjectCommand({ Bucket: this.bucket, Key: ref.key, ContentType: ref.mimeType });
     // Content-Type is signed, so the upload cannot change it; the size is checked when the upload is completed.
-    const url = await presigner().getSignedUrl(this.client, command, { expiresIn: expiresInSeconds, signableHeaders: new Set(['content-type']) });
+    const url = await getSignedUrl(this.client, command, { expiresIn: expiresInSeconds, signableHeaders: new Set(['content-type']) });
     return { url, method: 'PUT', headers: { 'Content-Type': ref.mimeType } };
   }
 
   downloadUrl(ref: StoredRef, expiresInSeconds: number, disposition: 'inline' | 'attachment'): Promise<string> {
-    const command = new (sdk().GetObjectCommand)({ Bucket: this.bucket, Key: ref.key, ResponseContentType: ref.mimeType, ResponseContentDisposition: contentDisposition(disposition, ref.fileName) });
-    return presigner().getSignedUrl(this.client, command, { expiresIn: expiresInSeconds });
+    const command = new GetObjectCommand({ Bucket: this.bucket, Key: ref.key, ResponseContentType: ref.mimeType, ResponseContentDisposition: contentDisposition(disposition, ref.fileName) });
+    return getSignedUrl(this.client, command, { expiresIn: expiresInSeconds });
   }
 
   async head(key: string): Promise<ObjectHead | null> {
     try {
-      const out = await this.client.send(new (sdk().HeadObjectCommand)({ Bucket: this.bucket, Key: key }));
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
       return { sizeBytes: out.ContentLength ?? 0, contentType: out.ContentType ?? null };
     } catch (err) {
       if (isMissing(err)) return null;
@@ -60,28 +56,28 @@ export class S3Driver implements StorageDriver {
   }
 
   async readStart(key: string, bytes: number): Promise<Buffer> {
-    const out = await this.client.send(new (sdk().GetObjectCommand)({ Bucket: this.bucket, Key: key, Range: `bytes=0-${bytes - 1}` }));
+    const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: `bytes=0-${bytes - 1}` }));
     const body = out.Body ? Buffer.from(await out.Body.transformToByteArray()) : Buffer.alloc(0);
     // A server that ignores Range sends everything.
     return body.subarray(0, bytes);
   }
 
   async read(key: string): Promise<Buffer> {
-    const out = await this.client.send(new (sdk().GetObjectCommand)({ Bucket: this.bucket, Key: key }));
+    const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
     return out.Body ? Buffer.from(await out.Body.transformToByteArray()) : Buffer.alloc(0);
   }
 
   async stream(key: string): Promise<Readable> {
-    const out = await this.client.send(new (sdk().GetObjectCommand)({ Bucket: this.bucket, Key: key }));
+    const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
     return out.Body as Readable;
   }
 
   async put(key: string, body: Buffer, contentType: string): Promise<void> {
-    await this.client.send(new (sdk().PutObjectCommand)({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType }));
+    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: contentType }));
   }
 
   async delete(key: string): Promise<void> {
-    await this.client.send(new (sdk().DeleteObjectCommand)({ Bucket: this.bucket, Key: key }));
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
   }
 
   close(): void {

@@ -1,12 +1,9 @@
 // Inbound mail over SMTP (SMTP_IN_PORT): accepts mail for in+<channel token>@INBOUND_EMAIL_DOMAIN only, and takes
 // the same path as the signed webhook (stored once by Message-ID, processed by the job queue).
 import type { AddressInfo } from 'node:net';
-import type { SMTPServer } from 'smtp-server';
+import { SMTPServer } from 'smtp-server';
 import type { Logger } from '../../logger.js';
 import type { ChannelInbound } from './inbound.js';
-import { lazyModule } from '../../lazyModule.js';
-
-const smtpServer = lazyModule<typeof import('smtp-server')>('smtp-server');
 
 const MAX_BYTES = 25 * 1024 * 1024;
 
@@ -22,7 +19,7 @@ export class SmtpInbound {
   }
 
   async listen(port: number, host: string): Promise<number> {
-    const server = new (smtpServer().SMTPServer)({
+    const server = new SMTPServer({
       // Without AUTH no sender is asked to authenticate.
       disabledCommands: ['AUTH'],
       // Mail from the internet arrives without TLS from many senders; STARTTLS needs a certificate we do not have here.

@@ -1,9 +1,7 @@
 // Plain text out of the formats knowledge accepts: text, Markdown, HTML, PDF and DOCX.
+import { convert } from 'html-to-text';
+import mammoth from 'mammoth';
 import { keepingBuiltins } from '../../builtins.js';
-import { lazyModule } from '../../lazyModule.js';
-
-const htmlToTextModule = lazyModule<typeof import('html-to-text')>('html-to-text');
-const mammoth = lazyModule<typeof import('mammoth')>('mammoth');
 
 /**
  * pdf-parse, loaded on the first PDF. Its pdf.js build installs core-js polyfills over the process's own built-ins
@@ -26,7 +24,7 @@ async function pdfText(body: Buffer): Promise<string> {
 }
 
 export function htmlToText(html: string): string {
-  return htmlToTextModule().convert(html, {
+  return convert(html, {
     wordwrap: false,
     selectors: [
       { selector: 'a', options: { ignoreHref: true } },
@@ -50,7 +48,7 @@ export async function extractText(body: Buffer, mimeType: string): Promise<strin
     case 'application/pdf':
       return pdfText(body);
     case 'application/vnd.openxmlformats-officedocument.wordprocessingml.document':
-      return (await mammoth().extractRawText({ buffer: body })).value;
+      return (await mammoth.extractRawText({ buffer: body })).value;
     default:
       throw new Error(`${type} documents cannot be indexed`);
   }

@@ -1,14 +1,10 @@
 // Email: reading an inbound mail (MIME, or the JSON a mail provider posts) and sending a reply over SMTP, threaded.
 import { createHash } from 'node:crypto';
-import type { AddressObject } from 'mailparser';
-import type { Transporter } from 'nodemailer';
+import { simpleParser, type AddressObject } from 'mailparser';
+import nodemailer, { type Transporter } from 'nodemailer';
+import addressparser from 'nodemailer/lib/addressparser';
 import type { InboundMedia, InboundMessage } from '../types.js';
 import { PROVIDER_TIMEOUT_MS, ProviderError } from './errors.js';
-import { lazyModule } from '../../../lazyModule.js';
-
-const mailparser = lazyModule<typeof import('mailparser')>('mailparser');
-const nodemailer = lazyModule<typeof import('nodemailer')>('nodemailer');
-const addressparser = lazyModule<(typeof import('nodemailer/lib/addressparser'))['default']>('nodemailer/lib/addressparser');
 
 export interface InboundJsonMail {
   from?: unknown;
@@ -32,7 +28,7 @@ const stripHtml = (html: string) => html.replace(/<style[\s\S]*?<\/style>|<scrip
  * comments in the name (`Sales "EU" <a@b>`, `a@b (Ann)`) stay out of the address. A value naming no address is none.
  */
 function mailbox(value: string): { address: string; name: string | null } | null {
-  const first = addressparser()(value, { flatten: true }).find((a) => a.address.includes('@'));
+  const first = addressparser(value, { flatten: true }).find((a) => a.address.includes('@'));
   return first ? { address: first.address.toLowerCase(), name: first.name.trim() || null } : null;
 }
 
@@ -61,7 +57,7 @@ export function mailFromJson(body: InboundJsonMail, raw: Buffer): InboundMessage
 }
 
 export async function mailFromMime(raw: Buffer): Promise<InboundMessage | null> {
-  const parsed = await mailparser().simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true });
+  const parsed = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true });
   const from = (parsed.from as AddressObject | undefined)?.value[0];
   if (!from?.address) return null;
   const text = parsed.text?.trim() || (parsed.html ? stripHtml(parsed.html) : '');
@@ -98,7 +94,7 @@ export class EmailSender {
     const url = smtpUrl ? new URL(smtpUrl) : null;
     if (url && !url.searchParams.has('socketTimeout')) url.searchParams.set('socketTimeout', String(PROVIDER_TIMEOUT_MS));
     if (url && !url.searchParams.has('connectionTimeout')) url.searchParams.set('connectionTimeout', String(PROVIDER_TIMEOUT_MS));
-    this.transport = url ? nodemailer().createTransport(url.toString()) : null;
+    this.transport = url ? nodemailer.createTransport(url.toString()) : null;
   }
 
   async send(mail: OutgoingMail): Promise<string> {
