@@ -61,7 +61,8 @@ export class Mailer {
    * Without a transport it is written to the log instead, where a local operator can read codes and links.
    */
   async queue(message: MailMessage, trx?: Knex.Transaction): Promise<OutboxEmail> {
-    const row = await this.models.OutboxEmail.query(trx).insertAndFetch({
+    // The row as inserted (RETURNING), not read again after: the dispatcher may already have attempted it by then.
+    const row = await this.models.OutboxEmail.query(trx).insert({
       kind: message.kind,
       toAddress: message.to,
       subject: message.subject,
@@ -71,7 +72,7 @@ export class Mailer {
       status: this.transport ? 'pending' : 'logged',
       attempts: 0,
       nextAttemptAt: this.transport ? new Date() : null,
-    });
+    }).returning('*');
     if (!this.transport) {
       this.logger.info({ mail: { kind: message.kind, to: message.to, subject: message.subject, text: message.text } }, 'mail (no SMTP_URL set, not sent)');
     } else if (trx) {
