@@ -7,6 +7,7 @@ import type { Message } from '../db/models/Message.js';
 import type { Notification } from '../db/models/Notification.js';
 import type { Ticket } from '../db/models/Ticket.js';
 import type { TicketAction } from './services/tickets/types.js';
+import type { ConversationRef } from './services/messages/types.js';
 import type { Logger } from './logger.js';
 import type { ChannelDeliveryView, ChannelView } from './presenters/channel.js';
 
@@ -28,7 +29,7 @@ export interface DomainEvents {
   'conversation.assigned': { conversation: Conversation };
   /** The AI handed the conversation to humans. */
   'conversation.escalated': { conversation: Conversation; reason: string | null };
-  'message.created': { conversation: Conversation; message: Message };
+  'message.created': { conversation: ConversationRef; message: Message };
   'notification.created': { notification: Notification };
   /** A ticket was created, changed, merged, linked, answered or deleted (agents only). */
   'ticket.updated': { action: TicketAction; ticket: Ticket };

@@ -47,9 +47,10 @@ export function createBroadcaster(io: Server, orgs: ReturnType<Server['of']>, de
       const target = nsp(conversation.organizationId);
       if (!target) return;
       const payload = { conversationId: conversation.id, message: presentMessage(message) };
-      target.to(rooms.agents).emit('new_message', payload);
-      // Internal notes stop here: the visitor side only ever hears public messages.
-      if (!message.private && conversation.visitorSessionId) target.to(rooms.visitor(conversation.visitorSessionId)).emit('new_message', payload);
+      // Internal notes go to the agents only: the visitor side only ever hears public messages. A public message is
+      // one emit to both rooms (no socket is in both), so it is encoded once for all of its receivers.
+      if (message.private || !conversation.visitorSessionId) target.to(rooms.agents).emit('new_message', payload);
+      else target.to([rooms.agents, rooms.visitor(conversation.visitorSessionId)]).emit('new_message', payload);
     }),
     deps.events.on('conversation.created', ({ conversation }) => {
       nsp(conversation.organizationId)?.to(rooms.agents).emit('new_widget_conversation', { conversation: presentConversation(conversation) });

@@ -255,7 +255,7 @@ describe('Channels: Telegram and WhatsApp', function () {
         } finally {
           inFlight--;
         }
-      };
+      } as typeof send;
       try {
         expect(ok(await post(webhook({ messaging_product: 'whatsapp', contacts: customers.map((wa_id) => ({ wa_id, profile: { name: `C${wa_id.slice(-1)}` } })), messages: burst })), 200)).to.deep.equal({ stored: 24, duplicates: 0 });
         await quiesce(test.server, owner.orgId);
@@ -303,7 +303,7 @@ describe('Channels: Telegram and WhatsApp', function () {
         } finally {
           running.set(from, running.get(from)! - 1);
         }
-      };
+      } as typeof send;
       try {
         const messages = [{ from: ann, n: 1 }, { from: ann, n: 2 }, { from: ben, n: 1 }].map(({ from, n }) => ({ id: `wamid.LINE-${from}-${n}`, from, type: 'text', text: { body: `${from === ann ? 'ann' : 'ben'}:${n}` } }));
         expect(ok(await post(webhook({ messaging_product: 'whatsapp', contacts: [ann, ben].map((wa_id) => ({ wa_id, profile: { name: wa_id } })), messages })), 200)).to.deep.equal({ stored: 3, duplicates: 0 });

@@ -3,4 +3,4 @@
 export { MessageService } from './service.js';
 export type { BatchStats, MessageBatcherOptions } from './batch.js';
 export { senderIdOf } from './types.js';
-export type { Appended, AttachmentPort, AttachmentView, ChannelOutbox, MessageInput, NewConversation, Sender, SendInput, SendResult, StartInput } from './types.js';
+export type { Appended, AppendedInTransaction, AttachmentPort, AttachmentView, ChannelOutbox, ConversationRef, MessageInput, NewConversation, Sender, SendInput, SendResult, StartInput, StartResult } from './types.js';

@@ -8,7 +8,7 @@ import type { Message } from '../../../db/models/Message.js';
 import { rowFromJson, rowsIn } from '../../../db/statements.js';
 import { ValidationFailed } from '../../errors.js';
 import { WEBHOOK_FANOUT_QUEUE } from '../webhooks/queue.js';
-import { senderIdOf, storedSenderType, type Appended, type MessageInput, type Sender } from './types.js';
+import { senderIdOf, storedSenderType, type Appended, type AppendedInTransaction, type ConversationRef, type MessageInput, type Sender } from './types.js';
 import { MESSAGE_CONTENT_MAX } from '../../limits.js';
 
 /** A NUL escape in JSON text: `\u0000` after an even number of backslashes (an odd one would be a literal backslash). */
@@ -77,9 +77,14 @@ export interface AppendResultRow {
   message: Record<string, unknown>;
 }
 
+/** A visitor's message reopened a resolved conversation (the only move of its status an append makes). */
+const reopens = (row: AppendResultRow): boolean => row.previous_status === 'resolved' && row.conversation.status === 'open';
+
+/** A batched append's answer: the conversation's whole row came back only when the message reopened it. */
 export function appendedOf(row: AppendResultRow): Appended {
-  const conversation = rowFromJson<Conversation>(row.conversation);
-  return { conversation, message: rowFromJson<Message>(row.message), reopened: row.previous_status === 'resolved' && conversation.status === 'open' };
+  const message = rowFromJson<Message>(row.message);
+  if (reopens(row)) return { message, conversation: rowFromJson<Conversation>(row.conversation), reopened: true };
+  return { message, conversation: rowFromJson<ConversationRef>(row.conversation), reopened: false };
 }
 
 // Per input row (`ord`): which conversation, who sends and what; every later step joins on ord, so a row only ever
@@ -96,7 +101,8 @@ export function appendedOf(row: AppendResultRow): Appended {
 // a human joined, and a public one the first reply; public agent and AI messages the first response; the first
 // human reply counts from the escalation (a reply before it is replaced by the first one after it).
 // The rows come back as json text (row_to_json, half the work of to_jsonb, which also sorts and binary-encodes keys),
-// built in each write's RETURNING. The input is joined once: the locked target carries the send's columns on to the
+// built in each write's RETURNING. A batched send that left the conversation's status as it was answers only the
+// conversation's fields its announcement needs (types.ts, ConversationRef), not the whole row. The input is joined once: the locked target carries the send's columns on to the
 // update, and the update's answer carries them on to the insert (each join of a CTE builds a hash table of its own,
 // most of a small batch's fixed cost).
 // updated_at moves only when one of those changes the conversation itself (readers take the later of it and
@@ -110,7 +116,7 @@ with input as (
     contact_id uuid, content text, type text, private boolean, metadata jsonb, client_message_id text, batched boolean, decline_reopen boolean)
 ),
 target as (
-  select c.id, c.status as previous_status, i.ord, i.organization_id, i.sender_type, i.sender_id, i.content, i.type, i.private, i.metadata, i.client_message_id
+  select c.id, c.status as previous_status, i.ord, i.organization_id, i.sender_type, i.sender_id, i.content, i.type, i.private, i.metadata, i.client_message_id, i.batched
   from conversations c join input i on i.conversation_id = c.id
   where c.id = any(array(select conversation_id from input))
     and c.organization_id = i.organization_id and c.status <> 'closed'
@@ -141,7 +147,10 @@ conv as (
   where c.id = i.id
     and (i.client_message_id is null or not exists (
       select 1 from messages m where m.conversation_id = c.id and m.client_message_id = i.client_message_id))
-  returning c.id, c.last_seq, i.ord as batch_ord, i.previous_status as batch_previous_status, row_to_json(c) as conversation,
+  returning c.id, c.last_seq, i.ord as batch_ord, i.previous_status as batch_previous_status,
+    case when i.batched and c.status = i.previous_status
+      then json_build_object('id', c.id, 'organization_id', c.organization_id, 'visitor_session_id', c.visitor_session_id, 'last_seq', c.last_seq, 'last_message_at', c.last_message_at)
+      else row_to_json(c) end as conversation,
     i.organization_id, i.sender_type, i.sender_id, i.content, i.type, i.private, i.metadata, i.client_message_id
 ),
 msg as (
@@ -184,9 +193,11 @@ if (APPEND_WITH_WEBHOOKS_SQL === APPEND_SQL) throw new Error('the webhook varian
  * Appends one message to a conversation the caller's transaction has locked and found open to this sender: the
  * same statement as a batch, with a batch of one.
  */
-export async function appendInTransaction(trx: Knex.Transaction, sender: Sender, input: MessageInput & { conversationId: string }): Promise<Appended> {
+export async function appendInTransaction(trx: Knex.Transaction, sender: Sender, input: MessageInput & { conversationId: string }): Promise<AppendedInTransaction> {
   const rows = await rowsIn<AppendResultRow>(trx, APPEND_SQL, [JSON.stringify([appendRow(0, sender, input, { batched: false, declineReopen: false })]), new Date().toISOString()]);
   // The caller holds the row and checked closed, owner and clientMessageId: a missing row is a broken invariant.
-  if (!rows[0]) throw new Error(`the append to conversation ${input.conversationId} stored nothing`);
-  return appendedOf(rows[0]);
+  const row = rows[0];
+  if (!row) throw new Error(`the append to conversation ${input.conversationId} stored nothing`);
+  // Not batched: the statement answered the conversation's whole row.
+  return { message: rowFromJson<Message>(row.message), conversation: rowFromJson<Conversation>(row.conversation), reopened: reopens(row) };
 }

@@ -13,9 +13,11 @@ import { MessageBatcher, type BatchStats, type MessageBatcherOptions } from './b
 import { earlierSend } from './retries.js';
 import { SyncReader, type SyncRequest } from './sync.js';
 import { appendInTransaction, checkMessage } from './rules.js';
-import type { Appended, AttachmentPort, ChannelOutbox, MessageInput, NewConversation, Sender, SendInput, SendResult, StartInput } from './types.js';
+import type { Appended, AppendedInTransaction, AttachmentPort, ChannelOutbox, MessageInput, NewConversation, Sender, SendInput, SendResult, StartInput, StartResult } from './types.js';
 
 type Customer = Extract<Sender, { type: 'visitor' | 'contact' }>;
+/** What the transactional path answers: the conversation's whole row, read in the transaction. */
+type TransactionalResult = AppendedInTransaction & { duplicate: boolean; started: boolean };
 
 const isStart = (input: SendInput | StartInput): input is StartInput => 'start' in input && !!input.start;
 
@@ -45,6 +47,8 @@ export class MessageService {
    * Sends a message to a conversation, or (`start`) opens a conversation with a customer's first message. A retry
    * (same sender, same clientMessageId) answers the stored message with `duplicate` and announces nothing.
    */
+  send(sender: Sender, input: StartInput): Promise<StartResult>;
+  send(sender: Sender, input: SendInput | StartInput): Promise<SendResult>;
   async send(sender: Sender, input: SendInput | StartInput): Promise<SendResult> {
     checkMessage(sender, input);
     if (isStart(input) && sender.type !== 'visitor' && sender.type !== 'contact') throw new ValidationFailed('Only customers open conversations', [{ field: 'conversationId', message: 'is required' }]);
@@ -59,14 +63,13 @@ export class MessageService {
     // conversation is batched like a visitor: inbound processing sends many at once.
     const { batched, release } = !isStart(input) && !input.attachments?.length ? await this.batcher.append(sender, input) : { batched: null, release: () => undefined };
     if (batched) {
-      const result = { ...batched, duplicate: false, started: false };
-      this.announce(result);
-      return result;
+      this.announce(batched);
+      return { ...batched, duplicate: false, started: false };
     }
     try {
       const result = await this.deps.knex.transaction((trx) => (isStart(input) ? this.start(trx, sender as Customer, input) : this.store(trx, sender, input)));
       if (result.duplicate) await this.decorate(sender.orgId, [result.message]);
-      else this.announce(result);
+      else this.announce(result, result.started ? result.conversation : null);
       return result;
     } finally {
       // Announced (or refused): the conversation's next send may go.
@@ -75,7 +78,7 @@ export class MessageService {
   }
 
   /** The transactional path to an existing conversation, locked for the transaction. */
-  private async store(trx: Knex.Transaction, sender: Sender, input: SendInput): Promise<SendResult> {
+  private async store(trx: Knex.Transaction, sender: Sender, input: SendInput): Promise<TransactionalResult> {
     // The row lock serializes senders of one conversation: seq has no gaps and clientMessageId is checked race-free.
     // The hot path speaks knex directly: rows come back camelCased (the snake-case mappers sit on knex itself)
     // without Objection's per-query and per-model work, which was most of a send's CPU.
@@ -93,7 +96,7 @@ export class MessageService {
   }
 
   /** A customer's first message: the customer's row lock serializes their starts, so a retry sees the first one. */
-  private async start(trx: Knex.Transaction, sender: Customer, input: StartInput): Promise<SendResult> {
+  private async start(trx: Knex.Transaction, sender: Customer, input: StartInput): Promise<TransactionalResult> {
     if (sender.type === 'visitor') await trx('visitor_sessions').where({ id: sender.sessionId, organizationId: sender.orgId }).forUpdate().first('id');
     else await trx('contacts').where({ id: sender.contactId, organizationId: sender.orgId }).forNoKeyUpdate().first('id');
     const earlier = await earlierSend(trx, sender, input.clientMessageId, { openedSince: null });
@@ -102,7 +105,7 @@ export class MessageService {
   }
 
   /** Opens a conversation for the customer with this message, and writes its webhook event in the transaction. */
-  private async open(trx: Knex.Transaction, sender: Customer, input: MessageInput, filed: NewConversation & Partial<Pick<Conversation, 'priority' | 'contactId'>>): Promise<SendResult> {
+  private async open(trx: Knex.Transaction, sender: Customer, input: MessageInput, filed: NewConversation & Partial<Pick<Conversation, 'priority' | 'contactId'>>): Promise<TransactionalResult> {
     const [fresh] = (await trx('conversations').insert({
       organizationId: sender.orgId,
       status: 'open',
@@ -123,7 +126,7 @@ export class MessageService {
     return { ...appended, duplicate: false, started: true };
   }
 
-  private async appendWithFiles(trx: Knex.Transaction, conversation: Conversation, sender: Sender, input: SendInput): Promise<Appended> {
+  private async appendWithFiles(trx: Knex.Transaction, conversation: Conversation, sender: Sender, input: SendInput): Promise<AppendedInTransaction> {
     const appended = await this.append(trx, conversation, sender, input);
     if (input.attachments?.length && this.deps.attachments) appended.message.attachments = await this.deps.attachments.attach(trx, sender, appended.message, input.attachments);
     return appended;
@@ -133,7 +136,7 @@ export class MessageService {
    * Appends a message to a conversation locked by the caller's transaction (the rules of rules.ts), with what
    * leaves with it: the channel delivery of a reply, and the webhook events.
    */
-  async append(trx: Knex.Transaction, conversation: Conversation, sender: Sender, input: SendInput): Promise<Appended> {
+  async append(trx: Knex.Transaction, conversation: Conversation, sender: Sender, input: SendInput): Promise<AppendedInTransaction> {
     const appended = await appendInTransaction(trx, sender, { ...input, conversationId: conversation.id });
     const { message, conversation: updated } = appended;
     // Only channel conversations pay for this check's outcome; widget chats skip it on the channel's name.
@@ -152,11 +155,11 @@ export class MessageService {
   }
 
   /** Publishes what a committed send changed; called after the transaction, never inside it. */
-  private announce(result: Omit<SendResult, 'duplicate'>): void {
+  private announce(appended: Appended, opened: Conversation | null = null): void {
     // Routing, notifications and the agents' inboxes react to conversation.created (see conversations/arrivals.ts).
-    if (result.started) this.deps.events.publish('conversation.created', { conversation: result.conversation });
-    this.deps.events.publish('message.created', { conversation: result.conversation, message: result.message });
-    if (result.reopened) this.deps.events.publish('conversation.updated', { conversation: result.conversation, statusChanged: true });
+    if (opened) this.deps.events.publish('conversation.created', { conversation: opened });
+    this.deps.events.publish('message.created', { conversation: appended.conversation, message: appended.message });
+    if (appended.reopened) this.deps.events.publish('conversation.updated', { conversation: appended.conversation, statusChanged: true });
   }
 
   /**

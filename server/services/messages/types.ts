@@ -50,23 +50,35 @@ export interface StartInput extends MessageInput {
   start: NewConversation;
 }
 
-export interface SendResult {
+/**
+ * The fields of its conversation every send answers. A batched send that changed nothing in the conversation but
+ * its seq reads no more of the row (building and parsing the whole row was a good share of a message's cost);
+ * a send that changed more (opened or reopened it) or took the transaction answers the whole row.
+ */
+export type ConversationRef = Pick<Conversation, 'id' | 'organizationId' | 'visitorSessionId' | 'lastSeq' | 'lastMessageAt'>;
+
+/** What one append wrote: the message and the conversation after it (whole when the append reopened it). */
+export type Appended =
+  | { message: Message; conversation: ConversationRef; reopened: false }
+  /** A visitor wrote to a resolved conversation, which is open again. */
+  | { message: Message; conversation: Conversation; reopened: true };
+
+/** What the transactional path's append answers: always the whole conversation. */
+export interface AppendedInTransaction {
   message: Message;
   conversation: Conversation;
+  reopened: boolean;
+}
+
+export type SendResult = Appended & {
   /** The clientMessageId was seen before: this is the stored message, nothing new was written or announced. */
   duplicate: boolean;
   /** The message opened a new conversation (a first message, or a visitor writing to a closed one). */
   started: boolean;
-  /** A visitor wrote to a resolved conversation, which is open again. */
-  reopened: boolean;
-}
+};
 
-/** What one append wrote: the message and the conversation after it. */
-export interface Appended {
-  message: Message;
-  conversation: Conversation;
-  reopened: boolean;
-}
+/** What a customer's first message answers: the conversation it opened (or an earlier try opened), whole. */
+export type StartResult = SendResult & { conversation: Conversation };
 
 /** Writes a channel delivery of a public agent or AI message in a channel conversation, in the message's transaction. */
 export interface ChannelOutbox {
