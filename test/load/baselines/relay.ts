@@ -42,8 +42,8 @@ io.of(/^\/orgs\/[0-9a-f-]{36}$/).on('connection', (socket) => {
       createdAt: new Date().toISOString(),
     };
     const payload = { conversationId: p.conversationId, message };
-    socket.nsp.to('agents').emit('new_message', payload);
-    socket.nsp.to(visitorRoom).emit('new_message', payload);
+    // One emit to both rooms, as the app does for a public message.
+    socket.nsp.to(['agents', visitorRoom]).emit('new_message', payload);
     if (typeof ack === 'function') ack({ success: true, data: { message } });
   });
 });
