@@ -102,9 +102,10 @@ export function appendedOf(row: AppendResultRow): Appended {
 // human reply counts from the escalation (a reply before it is replaced by the first one after it).
 // The rows come back as json text (row_to_json, half the work of to_jsonb, which also sorts and binary-encodes keys),
 // built in each write's RETURNING. A batched send that left the conversation's status as it was answers only the
-// conversation's fields its announcement needs (types.ts, ConversationRef), not the whole row. The input is joined once: the locked target carries the send's columns on to the
-// update, and the update's answer carries them on to the insert (each join of a CTE builds a hash table of its own,
-// most of a small batch's fixed cost).
+// conversation's fields its announcement needs (types.ts, ConversationRef; a test holds the two lists equal), not
+// the whole row. The input is joined once: the locked target carries the send's columns on to the update, and the
+// update's answer carries them on to the insert (each join of a CTE builds a hash table of its own, most of a small
+// batch's fixed cost).
 // updated_at moves only when one of those changes the conversation itself (readers take the later of it and
 // last_message_at): a plain message then changes no indexed column, so its row update is a heap-only (HOT) update
 // that adds no entry to any of the conversation's indexes. On PostgreSQL 15 and older the BRIN index on updated_at
