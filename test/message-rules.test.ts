@@ -139,6 +139,30 @@ describe('message rules on both write paths', () => {
         else expect(delta, 'every send went through the transaction').to.deep.include({ appended: 0, failed: 5 });
       });
 
+      it('answers every message field for field, in column order, as a later read of the stored row, and the conversation as stored', async () => {
+        const { server } = sharedServer();
+        const { owner, visitor, conversationId } = await tenantWithConversation();
+        const before = stats();
+        const sends: Array<[Sender, Omit<SendInput, 'conversationId'>]> = [
+          [{ type: 'visitor', orgId: owner.orgId, sessionId: visitor.sessionId }, { content: 'no metadata', clientMessageId: 'A-1' }],
+          // Keys out of jsonb's order, nested values, unicode: the answer shows the metadata as stored.
+          [{ type: 'agent', orgId: owner.orgId, userId: owner.userId }, { content: 'a note ✓', private: true, metadata: { zeta: 1, alpha: { b: [1, 'x', null], a: 'é' }, mid: true } }],
+          [{ type: 'ai', orgId: owner.orgId }, { content: 'an answer', type: 'text', metadata: { source: 'kb' } }],
+        ];
+        for (const [sender, input] of sends) {
+          const sent = await send(sender, { ...input, conversationId });
+          const message = await server.db.knex('messages').where({ id: sent.message.id }).first();
+          expect(JSON.stringify(sent.message), `${sender.type}'s message`).to.equal(JSON.stringify(message));
+          const conversation = await server.db.knex('conversations').where({ id: conversationId }).first();
+          for (const key of Object.keys(sent.conversation) as Array<keyof typeof sent.conversation>) {
+            expect(sent.conversation[key], `conversation.${key} after the ${sender.type}'s message`).to.deep.equal(conversation[key]);
+          }
+          expect(sent.conversation.lastSeq).to.equal(sent.message.seq);
+        }
+        const appended = stats().appended - before.appended;
+        expect(appended, 'the path under test stored them').to.equal(path === 'batched' ? sends.length : 0);
+      });
+
       it("moves the row's updated_at only when a message changes the conversation itself; updatedAt still follows the latest message", async () => {
         const { server } = sharedServer();
         const { owner, visitor, conversationId } = await tenantWithConversation();

@@ -14,7 +14,7 @@
 import type { StatementFactory, Statement } from '../../../db/statements.js';
 import { isUuid } from '../../validation.js';
 import type { Outbox } from '../webhooks/index.js';
-import { APPEND_SQL, APPEND_WITH_WEBHOOKS_SQL, appendedOf, appendRow, type AppendResultRow } from './rules.js';
+import { APPEND_SQL, APPEND_WITH_WEBHOOKS_SQL, appendedOf, appendRow, type AppendResultRow, type AppendRow } from './rules.js';
 import type { Appended, Sender, SendInput } from './types.js';
 
 /** What a send gets from the batcher: the stored message, or null and a release for the transactional path. */
@@ -130,10 +130,10 @@ export class MessageBatcher {
   private async run(batch: Pending[]): Promise<void> {
     const answers: BatchAnswer[] = batch.map((p) => ({ batched: null, release: () => this.release(p.input.conversationId) }));
     try {
-      const rows = await this.write(batch);
+      const { rows, input, at } = await this.write(batch);
       for (const r of rows) {
         const p = batch[r.ord]!;
-        answers[r.ord] = { batched: appendedOf(r), release: () => undefined };
+        answers[r.ord] = { batched: appendedOf(r, input[r.ord]!, at), release: () => undefined };
         // Stored: the conversation's next send may go.
         this.busy.delete(p.input.conversationId);
       }
@@ -148,7 +148,7 @@ export class MessageBatcher {
     batch.forEach((p, i) => p.resolve(answers[i]!));
   }
 
-  private async write(batch: Pending[]): Promise<AppendResultRow[]> {
+  private async write(batch: Pending[]): Promise<{ rows: AppendResultRow[]; input: AppendRow[]; at: string }> {
     this.stats.batches++;
     const orgIds = batch.map((p) => p.sender.orgId);
     // Both answers are cached per organization: an organization without webhooks costs no query.
@@ -156,10 +156,11 @@ export class MessageBatcher {
       ? await Promise.all([this.outbox.wantedBy(orgIds, 'message.created'), this.outbox.wantedBy(orgIds, 'conversation.updated')])
       : [new Set<string>(), new Set<string>()];
     const input = batch.map(({ sender, input }, ord) => appendRow(ord, sender, input, { batched: true, declineReopen: reopenElsewhere.has(sender.orgId) }));
-    if (withWebhooks.size === 0) return this.appendStatement.rows([JSON.stringify(input), new Date().toISOString()]);
-    const rows = await this.appendWithWebhooksStatement.rows([JSON.stringify(input), new Date().toISOString()]);
+    const at = new Date().toISOString();
+    if (withWebhooks.size === 0) return { rows: await this.appendStatement.rows([JSON.stringify(input), at]), input, at };
+    const rows = await this.appendWithWebhooksStatement.rows([JSON.stringify(input), at]);
     // The statement committed its deliveries' jobs: without this they would wait for the queue's next poll (1 s).
     this.outbox?.written();
-    return rows;
+    return { rows, input, at };
   }
 }

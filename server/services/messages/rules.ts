@@ -69,22 +69,62 @@ export function appendRow(ord: number, sender: Sender, input: MessageInput & { c
   };
 }
 
-/** What the statement answers per stored send. */
+/**
+ * What the statement answers per stored send: what only the database knows. The rest of the message is the send's
+ * own input (messageOf), so neither side builds or parses a json copy of what the client already holds.
+ */
 export interface AppendResultRow {
   ord: number;
   previous_status: string;
-  conversation: Record<string, unknown>;
-  message: Record<string, unknown>;
+  /** The conversation's whole row (row_to_json), or null when a batched send left its status as it was. */
+  conversation: Record<string, unknown> | null;
+  /** The conversation's visitor session (an agent's send does not carry it, and its announcement needs it). */
+  visitor_session_id: string | null;
+  id: string;
+  seq: number;
+  created_at: Date | string;
+  /** The stored metadata (jsonb normalizes it), or null when it is empty. */
+  metadata: Record<string, unknown> | null;
 }
 
 /** A visitor's message reopened a resolved conversation (the only move of its status an append makes). */
-const reopens = (row: AppendResultRow): boolean => row.previous_status === 'resolved' && row.conversation.status === 'open';
+const reopens = (row: AppendResultRow): boolean => row.previous_status === 'resolved' && row.conversation?.status === 'open';
 
-/** A batched append's answer: the conversation's whole row came back only when the message reopened it. */
-export function appendedOf(row: AppendResultRow): Appended {
-  const message = rowFromJson<Message>(row.message);
-  if (reopens(row)) return { message, conversation: rowFromJson<Conversation>(row.conversation), reopened: true };
-  return { message, conversation: rowFromJson<ConversationRef>(row.conversation), reopened: false };
+const dateOf = (value: Date | string): Date => (value instanceof Date ? value : new Date(value));
+
+/** The stored message: the send's input and what the statement answered, keyed as a row of the messages table. */
+function messageOf(row: AppendResultRow, input: AppendRow): Message {
+  return {
+    id: row.id,
+    organizationId: input.organization_id,
+    conversationId: input.conversation_id,
+    seq: row.seq,
+    senderType: input.sender_type,
+    senderId: input.sender_id,
+    content: input.content,
+    type: input.type,
+    private: input.private,
+    metadata: row.metadata ?? {},
+    clientMessageId: input.client_message_id,
+    createdAt: dateOf(row.created_at),
+  } as Message;
+}
+
+/**
+ * A batched append's answer, from the statement's row, the send's input row and the time the statement wrote as
+ * last_message_at: the conversation's whole row came back only when the message reopened it.
+ */
+export function appendedOf(row: AppendResultRow, input: AppendRow, at: string): Appended {
+  const message = messageOf(row, input);
+  if (reopens(row)) return { message, conversation: rowFromJson<Conversation>(row.conversation!), reopened: true };
+  const conversation: ConversationRef = {
+    id: input.conversation_id,
+    organizationId: input.organization_id,
+    visitorSessionId: row.visitor_session_id,
+    lastSeq: row.seq,
+    lastMessageAt: new Date(at),
+  };
+  return { message, conversation, reopened: false };
 }
 
 // Per input row (`ord`): which conversation, who sends and what; every later step joins on ord, so a row only ever
@@ -100,12 +140,13 @@ export function appendedOf(row: AppendResultRow): Appended {
 // A customer's message (sender_type visitor) counts as unread and reopens a resolved conversation; an agent's marks
 // a human joined, and a public one the first reply; public agent and AI messages the first response; the first
 // human reply counts from the escalation (a reply before it is replaced by the first one after it).
-// The rows come back as json text (row_to_json, half the work of to_jsonb, which also sorts and binary-encodes keys),
-// built in each write's RETURNING. A batched send that left the conversation's status as it was answers only the
-// conversation's fields its announcement needs (types.ts, ConversationRef; a test holds the two lists equal), not
-// the whole row. The input is joined once: the locked target carries the send's columns on to the update, and the
-// update's answer carries them on to the insert (each join of a CTE builds a hash table of its own, most of a small
-// batch's fixed cost).
+// Each send answers only what the database decided: the message's id, seq, created_at and stored metadata (when
+// not empty), and the conversation's visitor session; the rest is the send's own input (appendedOf). The
+// conversation's whole row comes back as json text (row_to_json, half the work of to_jsonb, which also sorts and
+// binary-encodes keys) only when the status moved or the send is not batched. Building and parsing json copies of
+// both rows was about a sixth of the statement's time. The input is joined once: the locked target carries the
+// send's columns on to the update, and the update's answer carries them on to the insert (each join of a CTE builds
+// a hash table of its own, most of a small batch's fixed cost).
 // updated_at moves only when one of those changes the conversation itself (readers take the later of it and
 // last_message_at): a plain message then changes no indexed column, so its row update is a heap-only (HOT) update
 // that adds no entry to any of the conversation's indexes. On PostgreSQL 15 and older the BRIN index on updated_at
@@ -149,18 +190,18 @@ conv as (
     and (i.client_message_id is null or not exists (
       select 1 from messages m where m.conversation_id = c.id and m.client_message_id = i.client_message_id))
   returning c.id, c.last_seq, i.ord as batch_ord, i.previous_status as batch_previous_status,
-    case when i.batched and c.status = i.previous_status
-      then json_build_object('id', c.id, 'organization_id', c.organization_id, 'visitor_session_id', c.visitor_session_id, 'last_seq', c.last_seq, 'last_message_at', c.last_message_at)
-      else row_to_json(c) end as conversation,
+    case when i.batched and c.status = i.previous_status then null else row_to_json(c) end as conversation,
+    c.visitor_session_id as batch_visitor_session_id,
     i.organization_id, i.sender_type, i.sender_id, i.content, i.type, i.private, i.metadata, i.client_message_id
 ),
 msg as (
   insert into messages as m (organization_id, conversation_id, seq, sender_type, sender_id, content, type, private, metadata, client_message_id)
   select organization_id, id, last_seq, sender_type, sender_id, content, type, private, metadata, client_message_id
   from conv
-  returning m.id, m.organization_id, m.conversation_id, m.private, row_to_json(m) as message
+  returning m.id, m.organization_id, m.conversation_id, m.private, m.seq, m.created_at, nullif(m.metadata, '{}'::jsonb) as metadata
 )
-select conv.batch_ord as ord, conv.batch_previous_status as previous_status, conv.conversation, msg.message
+select conv.batch_ord as ord, conv.batch_previous_status as previous_status, conv.conversation,
+  conv.batch_visitor_session_id as visitor_session_id, msg.id, msg.seq, msg.created_at, msg.metadata
 from conv join msg on msg.conversation_id = conv.id`;
 
 /**
@@ -195,10 +236,11 @@ if (APPEND_WITH_WEBHOOKS_SQL === APPEND_SQL) throw new Error('the webhook varian
  * same statement as a batch, with a batch of one.
  */
 export async function appendInTransaction(trx: Knex.Transaction, sender: Sender, input: MessageInput & { conversationId: string }): Promise<AppendedInTransaction> {
-  const rows = await rowsIn<AppendResultRow>(trx, APPEND_SQL, [JSON.stringify([appendRow(0, sender, input, { batched: false, declineReopen: false })]), new Date().toISOString()]);
+  const row = appendRow(0, sender, input, { batched: false, declineReopen: false });
+  const rows = await rowsIn<AppendResultRow>(trx, APPEND_SQL, [JSON.stringify([row]), new Date().toISOString()]);
   // The caller holds the row and checked closed, owner and clientMessageId: a missing row is a broken invariant.
-  const row = rows[0];
-  if (!row) throw new Error(`the append to conversation ${input.conversationId} stored nothing`);
+  const stored = rows[0];
+  if (!stored?.conversation) throw new Error(`the append to conversation ${input.conversationId} stored nothing`);
   // Not batched: the statement answered the conversation's whole row.
-  return { message: rowFromJson<Message>(row.message), conversation: rowFromJson<Conversation>(row.conversation), reopened: reopens(row) };
+  return { message: messageOf(stored, row), conversation: rowFromJson<Conversation>(stored.conversation), reopened: reopens(stored) };
 }
