@@ -149,8 +149,10 @@ describe('message rules on both write paths', () => {
           [{ type: 'agent', orgId: owner.orgId, userId: owner.userId }, { content: 'a note ✓', private: true, metadata: { zeta: 1, alpha: { b: [1, 'x', null], a: 'é' }, mid: true } }],
           [{ type: 'ai', orgId: owner.orgId }, { content: 'an answer', type: 'text', metadata: { source: 'kb' } }],
         ];
+        const ids: string[] = [];
         for (const [sender, input] of sends) {
           const sent = await send(sender, { ...input, conversationId });
+          ids.push(sent.message.id);
           const message = await server.db.knex('messages').where({ id: sent.message.id }).first();
           expect(JSON.stringify(sent.message), `${sender.type}'s message`).to.equal(JSON.stringify(message));
           const conversation = await server.db.knex('conversations').where({ id: conversationId }).first();
@@ -159,6 +161,9 @@ describe('message rules on both write paths', () => {
           }
           expect(sent.conversation.lastSeq).to.equal(sent.message.seq);
         }
+        // Time-ordered ids (UUIDv7): later messages sort after earlier ones, so the primary key grows at its right edge.
+        expect(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab]/.test(id)), ids.join(' ')).to.equal(true);
+        expect([...ids].sort()).to.deep.equal(ids);
         const appended = stats().appended - before.appended;
         expect(appended, 'the path under test stored them').to.equal(path === 'batched' ? sends.length : 0);
       });

@@ -8,6 +8,7 @@
 //   MESSAGES=16000 RATE=800 VISITORS=10000 AGENT_SHARE=0.1 DATABASE_URL=postgres://... npx tsx test/load/message-cost.ts
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { v7 as timeOrderedUuid } from 'uuid';
 import { loadConfig } from '../../server/config.js';
 import { createServer } from '../../server/server.js';
 import type { Sender } from '../../server/services/messages/index.js';
@@ -167,7 +168,7 @@ while (sent < MESSAGES) {
   sendCpuMs += cpuMs;
   seconds += (performance.now() - started) / 1000;
   // The baseline: as many rows, in batches of the size this round formed, as plain INSERTs (seq far above the
-  // conversations' own).
+  // conversations' own), with time-ordered ids as the send path gives its messages.
   const size = Math.max(1, Math.round((batch.appended - before.appended) / Math.max(1, batch.batches - before.batches)));
   // As many statements in flight as the send path keeps (two), so both compete for the cores alike.
   add(plain, await measure(async () => {
@@ -180,6 +181,7 @@ while (sent < MESSAGES) {
           const k = plainRows++;
           const t = targets[k % targets.length]!;
           return {
+            id: timeOrderedUuid(),
             organizationId: t.orgId, conversationId: t.conversationId, seq: 1_000_000 + k, senderType: 'visitor', senderId: t.sessionId,
             content: `message ${k} of the baseline`, type: 'text', private: false, metadata: {}, clientMessageId: `${runId}-plain-${k}`,
           };
