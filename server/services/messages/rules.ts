@@ -90,15 +90,13 @@ export interface AppendResultRow {
   visitor_session_id: string | null;
   id: string;
   seq: number;
-  created_at: Date | string;
+  created_at: Date;
   /** The stored metadata (jsonb normalizes it), or null when it is empty. */
   metadata: Record<string, unknown> | null;
 }
 
 /** A visitor's message reopened a resolved conversation (the only move of its status an append makes). */
 const reopens = (row: AppendResultRow): boolean => row.previous_status === 'resolved' && row.conversation?.status === 'open';
-
-const dateOf = (value: Date | string): Date => (value instanceof Date ? value : new Date(value));
 
 /** The stored message: the send's input and what the statement answered, keyed as a row of the messages table. */
 function messageOf(row: AppendResultRow, input: AppendRow): Message {
@@ -114,7 +112,7 @@ function messageOf(row: AppendResultRow, input: AppendRow): Message {
     private: input.private,
     metadata: row.metadata ?? {},
     clientMessageId: input.client_message_id,
-    createdAt: dateOf(row.created_at),
+    createdAt: row.created_at,
   } as Message;
 }
 
@@ -252,7 +250,9 @@ export async function appendInTransaction(trx: Knex.Transaction, sender: Sender,
   const rows = await rowsIn<AppendResultRow>(trx, APPEND_SQL, [JSON.stringify([row]), new Date().toISOString()]);
   // The caller holds the row and checked closed, owner and clientMessageId: a missing row is a broken invariant.
   const stored = rows[0];
-  if (!stored?.conversation) throw new Error(`the append to conversation ${input.conversationId} stored nothing`);
+  if (!stored?.conversation) {
+    throw new Error(`the append to conversation ${input.conversationId} stored nothing or answered no conversation row`);
+  }
   // Not batched: the statement answered the conversation's whole row.
   return { message: messageOf(stored, row), conversation: rowFromJson<Conversation>(stored.conversation), reopened: reopens(stored) };
 }
