@@ -43,8 +43,8 @@ serveChild(
     // Text sources of an organization `seed` made, indexed through the job queue (timed), and the queries to run.
     seedKnowledge: (req: KnowledgeSeedRequest) => seedKnowledge(server, req),
     countMessages: ({ orgIds }: { orgIds: string[] }) => countMessages(server, orgIds),
-    // Between two searches: PostgreSQL finishes what the last one wrote (vacuum, checkpoint, autovacuum).
-    settleDatabase: ({ maxMs }: { maxMs: number }) => settleDatabase(server, maxMs),
+    // Between two measures: PostgreSQL finishes what the last one wrote (vacuum, checkpoint, autovacuum).
+    settleDatabase: ({ maxMs, tables }: { maxMs: number; tables?: string[] }) => settleDatabase(server, maxMs, tables),
     // The webhooks scenario lets events pile up in the durable queue, then times how fast it empties.
     statements: () => statements,
     pauseJobs: () => server.jobs.stop(),

@@ -14,23 +14,32 @@ export interface Settled {
 }
 
 /** The tables a chat search writes to: vacuumed between searches so autovacuum has no reason to start in the next. */
-const WRITTEN_TABLES = ['messages', 'conversations'];
+export const CHAT_TABLES = ['messages', 'conversations'];
+
+/** The tables seeding callers (and removing them) writes to: what a ramp of handshakes reads. */
+export const CALLER_TABLES = ['organizations', 'users', 'memberships', 'auth_sessions', 'widgets', 'visitor_sessions'];
+
+/** Only these names reach the VACUUM statement (identifiers cannot be bound). */
+const KNOWN_TABLES = new Set([...CHAT_TABLES, ...CALLER_TABLES]);
 
 /**
  * Lets PostgreSQL finish the work a measure left behind before the next one starts: vacuuming and analyzing what the
  * last search wrote (otherwise autovacuum starts on its own schedule, possibly in the middle of the next search),
- * writing out its dirty pages (CHECKPOINT), and any autovacuum already running. All of it runs on the cores the
+ * writing out its dirty pages (CHECKPOINT), and any autovacuum already running. `tables` are the ones the last step
+ * wrote (the chat search's by default). All of it runs on the cores the
  * servers and the generator use, so without this the search measured second could pay for the first one's writes.
  * The wait for autovacuum gives up after `maxMs`. The embedded database has no other process to wait for: null.
  */
-export async function settleDatabase(server: AppServer, maxMs: number): Promise<Settled | null> {
+export async function settleDatabase(server: AppServer, maxMs: number, tables: readonly string[] = CHAT_TABLES): Promise<Settled | null> {
   if (server.db.embedded) return null;
+  const unknown = tables.filter((t) => !KNOWN_TABLES.has(t));
+  if (unknown.length > 0 || tables.length === 0) throw new Error(`settleDatabase: no such table to vacuum: ${unknown.join(', ') || '(none given)'}`);
   const { knex } = server.db;
   const timed = async (sql: string): Promise<number | null> => {
     const t = performance.now();
     return knex.raw(sql).then(() => Math.round(performance.now() - t), () => null);
   };
-  const vacuumMs = await timed(`vacuum (analyze) ${WRITTEN_TABLES.join(', ')}`);
+  const vacuumMs = await timed(`vacuum (analyze) ${tables.join(', ')}`);
   const checkpointMs = await timed('checkpoint');
   const t1 = performance.now();
   let left = 0;
@@ -41,4 +50,11 @@ export async function settleDatabase(server: AppServer, maxMs: number): Promise<
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   return { vacuumMs, checkpointMs, waitedMs: Math.round(performance.now() - t1), autovacuumLeft: left };
+}
+
+/** The log line of a settle (null: the embedded database, nothing to say). */
+export function describeSettled(s: Settled | null): string | null {
+  if (!s) return null;
+  const ms = (v: number | null) => (v === null ? 'failed' : `${v} ms`);
+  return `database settled: vacuum ${ms(s.vacuumMs)}, checkpoint ${ms(s.checkpointMs)}, autovacuum waited ${s.waitedMs} ms${s.autovacuumLeft ? ` (${s.autovacuumLeft} still running)` : ''}`;
 }

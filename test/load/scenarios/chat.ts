@@ -10,7 +10,7 @@ import { invalidOf, row, type Row } from '../lib/report.js';
 import { requestJson } from '../lib/http-load.js';
 import { startReceiver, type Receiver } from '../lib/receiver.js';
 import type { SeedOrg, SeedResult } from '../lib/seed.js';
-import type { Settled } from '../lib/settle.js';
+import { describeSettled, type Settled } from '../lib/settle.js';
 import { startApp, startRelay, type RunContext, type Scenario, type ScenarioOutput } from '../lib/servers.js';
 
 /** Longest wait for PostgreSQL's autovacuum between two searches. */
@@ -107,9 +107,8 @@ export const chat: Scenario = {
       const target = { label: 'app', visitorUrl: app.url, agentUrl: app.url, servers: [app.child], countStored: () => app.child.call<number>('countMessages', { orgIds }), authenticates: true };
       // PostgreSQL shares the cores: each search starts once it has finished with the writes of the one before.
       const settle = async () => {
-        const s = await app.child.call<Settled | null>('settleDatabase', { maxMs: SETTLE_MAX_MS }, SETTLE_MAX_MS + 120_000);
-        const ms = (v: number | null) => (v === null ? 'failed' : `${v} ms`);
-        if (s) ctx.log(`  database settled: vacuum ${ms(s.vacuumMs)}, checkpoint ${ms(s.checkpointMs)}, autovacuum waited ${s.waitedMs} ms${s.autovacuumLeft ? ` (${s.autovacuumLeft} still running)` : ''}`);
+        const said = describeSettled(await app.child.call<Settled | null>('settleDatabase', { maxMs: SETTLE_MAX_MS }, SETTLE_MAX_MS + 120_000));
+        if (said) ctx.log(`  ${said}`);
       };
       // The relay waits beside the app (each idle while the other is measured), so every fan-out's app and baseline
       // are measured one right after the other: a busy spell of a shared machine then hits a pair, not one side.
