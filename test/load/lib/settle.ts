@@ -1,5 +1,6 @@
 // Between two measures on PostgreSQL: the database finishes what the last one wrote before the next one starts.
 import type { AppServer } from '../../../server/server.js';
+import type { Child } from './proc.js';
 
 /** What settling the database before a measure took. */
 export interface Settled {
@@ -52,9 +53,16 @@ export async function settleDatabase(server: AppServer, maxMs: number, tables: r
   return { vacuumMs, checkpointMs, waitedMs: Math.round(performance.now() - t1), autovacuumLeft: left };
 }
 
-/** The log line of a settle (null: the embedded database, nothing to say). */
-export function describeSettled(s: Settled | null): string | null {
-  if (!s) return null;
+/** Longest wait for PostgreSQL's autovacuum workers before a measure. */
+const SETTLE_MAX_MS = 60_000;
+
+/**
+ * From the generator: has the app server `child` settle the database (above) before the next measure, and logs what
+ * that took (nothing on the embedded database).
+ */
+export async function settleBefore(log: (line: string) => void, child: Child, tables: readonly string[] = CHAT_TABLES): Promise<void> {
+  const s = await child.call<Settled | null>('settleDatabase', { maxMs: SETTLE_MAX_MS, tables }, SETTLE_MAX_MS + 120_000);
+  if (!s) return;
   const ms = (v: number | null) => (v === null ? 'failed' : `${v} ms`);
-  return `database settled: vacuum ${ms(s.vacuumMs)}, checkpoint ${ms(s.checkpointMs)}, autovacuum waited ${s.waitedMs} ms${s.autovacuumLeft ? ` (${s.autovacuumLeft} still running)` : ''}`;
+  log(`  database settled: vacuum ${ms(s.vacuumMs)}, checkpoint ${ms(s.checkpointMs)}, autovacuum waited ${s.waitedMs} ms${s.autovacuumLeft ? ` (${s.autovacuumLeft} still running)` : ''}`);
 }

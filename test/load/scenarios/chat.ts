@@ -10,11 +10,8 @@ import { invalidOf, row, type Row } from '../lib/report.js';
 import { requestJson } from '../lib/http-load.js';
 import { startReceiver, type Receiver } from '../lib/receiver.js';
 import type { SeedOrg, SeedResult } from '../lib/seed.js';
-import { describeSettled, type Settled } from '../lib/settle.js';
+import { settleBefore } from '../lib/settle.js';
 import { startApp, startRelay, type RunContext, type Scenario, type ScenarioOutput } from '../lib/servers.js';
-
-/** Longest wait for PostgreSQL's autovacuum between two searches. */
-const SETTLE_MAX_MS = 60_000;
 
 export function chatSettings(ctx: RunContext): ChatSettings {
   const o = ctx.options;
@@ -106,10 +103,7 @@ export const chat: Scenario = {
       const orgIds = seeded.orgs.map((x) => x.id);
       const target = { label: 'app', visitorUrl: app.url, agentUrl: app.url, servers: [app.child], countStored: () => app.child.call<number>('countMessages', { orgIds }), authenticates: true };
       // PostgreSQL shares the cores: each search starts once it has finished with the writes of the one before.
-      const settle = async () => {
-        const said = describeSettled(await app.child.call<Settled | null>('settleDatabase', { maxMs: SETTLE_MAX_MS }, SETTLE_MAX_MS + 120_000));
-        if (said) ctx.log(`  ${said}`);
-      };
+      const settle = () => settleBefore(ctx.log, app.child);
       // The relay waits beside the app (each idle while the other is measured), so every fan-out's app and baseline
       // are measured one right after the other: a busy spell of a shared machine then hits a pair, not one side.
       const relay = await startRelay(ctx, 'relay baseline', false);

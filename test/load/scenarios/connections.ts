@@ -4,7 +4,7 @@
 import { EioClient, ramp, type RampResult } from '../lib/eio.js';
 import type { Child } from '../lib/proc.js';
 import { refusalProbe } from '../lib/probes.js';
-import { CALLER_TABLES, describeSettled, type Settled } from '../lib/settle.js';
+import { CALLER_TABLES, settleBefore } from '../lib/settle.js';
 import { invalidOf, row } from '../lib/report.js';
 import type { SeedOrg, SeedResult } from '../lib/seed.js';
 import { startApp, startRelay, type RunContext, type Scenario } from '../lib/servers.js';
@@ -59,15 +59,6 @@ async function measureRamp(ctx: RunContext, server: Child, url: string, orgs: Se
   };
 }
 
-/** Longest wait for autovacuum workers before a ramp. */
-const SETTLE_MAX_MS = 60_000;
-
-/** Lets PostgreSQL finish the writes of seeding callers or removing them before a ramp (see lib/settle.ts). */
-async function settle(ctx: RunContext, app: Child): Promise<void> {
-  const said = describeSettled(await app.call<Settled | null>('settleDatabase', { maxMs: SETTLE_MAX_MS, tables: CALLER_TABLES }, SETTLE_MAX_MS + 120_000));
-  if (said) ctx.log(`  ${said}`);
-}
-
 export const connections: Scenario = {
   name: 'connections',
   summary: 'ramp to N visitor + agent sockets through the real handshake; baseline: bare Socket.IO without auth',
@@ -80,14 +71,14 @@ export const connections: Scenario = {
     try {
       seeded = await app.child.call<SeedResult>('seed', { runId: ctx.runId, orgs: o.orgs, agents: o.agents, visitors: o.visitors, conversations: false });
       ctx.log(`  seeded ${o.orgs} orgs, ${o.agents} agents, ${o.visitors} visitors in ${seeded.seconds.toFixed(1)} s`);
-      await settle(ctx, app.child);
+      await settleBefore(ctx.log, app.child, CALLER_TABLES);
       appM = await measureRamp(ctx, app.child, app.url, seeded.orgs, true);
     } finally {
       // On a shared PostgreSQL the run removes its rows, even after a failure.
       if (!app.dataDir) await app.child.call('cleanup').catch(() => undefined);
       // PostgreSQL shares the cores: the bare server's ramp starts once it has finished with the seeding's and the
       // cleanup's writes (an autovacuum of them during that ramp would lower the baseline, and so flatter the ratio).
-      await settle(ctx, app.child).catch((err: unknown) => ctx.log(`  could not settle the database: ${String(err)}`));
+      await settleBefore(ctx.log, app.child, CALLER_TABLES).catch((err: unknown) => ctx.log(`  could not settle the database: ${String(err)}`));
       await app.stop();
     }
     const relay = await startRelay(ctx, 'relay baseline', false);
